@@ -1,0 +1,1 @@
+"""Algorithms: the Algorithm base class, RL algorithms and data transformers."""

@@ -1,0 +1,230 @@
+"""``Algorithm``: an ``nn.Module`` that owns its optimizers and updates itself from a loss.
+
+Optimizers are given as ``OptimizerSpec``s (``alf.optimizers.Adam(lr=...)``), so a
+conf can set them before parameters exist. ``add_optimizer(spec, modules)``
+assigns specific sub-modules to their own optimizer (e.g. separate actor and
+critic learning rates); every other trainable parameter of an algorithm goes to
+that algorithm's default ``optimizer``. Sub-algorithms' optimizers are collected
+by the top-level algorithm, so one ``update_with_gradient`` steps them all.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+import torch.nn as nn
+
+import alf.nest as nest
+from alf.data_structures import LossInfo
+from alf.optimizers import OptimizerSpec
+from alf.tensor_specs import zeros_from_spec
+
+_OPTIMIZER_KEY = "_optimizers"
+
+
+class Algorithm(nn.Module):
+    """Base class of everything that learns.
+
+    Args:
+        train_state_spec: spec of the state ``train_step`` carries (``()``: none).
+        rollout_state_spec: spec of the rollout state (``train_state_spec`` if None).
+        predict_state_spec: spec of the predict state (``rollout_state_spec`` if None).
+        optimizer: default ``OptimizerSpec`` for this algorithm's parameters that
+            no ``add_optimizer`` claimed.
+        debug_summaries: write extra summaries.
+        name: used in summaries and messages.
+    """
+
+    def __init__(
+        self,
+        train_state_spec=(),
+        rollout_state_spec=None,
+        predict_state_spec=None,
+        optimizer: OptimizerSpec | None = None,
+        debug_summaries: bool = False,
+        name: str = "Algorithm",
+    ):
+        super().__init__()
+        self._name = name
+        self._train_state_spec = train_state_spec
+        self._rollout_state_spec = (
+            train_state_spec if rollout_state_spec is None else rollout_state_spec
+        )
+        self._predict_state_spec = (
+            self._rollout_state_spec if predict_state_spec is None else predict_state_spec
+        )
+        self._default_optimizer = optimizer
+        self._module_optimizers: list[tuple[OptimizerSpec, list[nn.Module]]] = []
+        self._optimizers: list[tuple[OptimizerSpec, torch.optim.Optimizer, list]] | None = None
+        self._debug_summaries = debug_summaries
+        self.last_grad_norms: dict[str, float] = {}
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def train_state_spec(self):
+        return self._train_state_spec
+
+    @property
+    def rollout_state_spec(self):
+        return self._rollout_state_spec
+
+    @property
+    def predict_state_spec(self):
+        return self._predict_state_spec
+
+    def get_initial_train_state(self, batch_size: int):
+        return zeros_from_spec(self._train_state_spec, batch_size)
+
+    def get_initial_rollout_state(self, batch_size: int):
+        return zeros_from_spec(self._rollout_state_spec, batch_size)
+
+    def get_initial_predict_state(self, batch_size: int):
+        return zeros_from_spec(self._predict_state_spec, batch_size)
+
+    # -- optimizers ------------------------------------------------------------
+
+    def add_optimizer(self, optimizer: OptimizerSpec, modules) -> None:
+        """Optimize the parameters of ``modules`` (a module or list) with ``optimizer``."""
+        if self._optimizers is not None:
+            raise RuntimeError(f"{self._name}: add_optimizer after the optimizers were built")
+        if isinstance(modules, nn.Module):
+            modules = [modules]
+        self._module_optimizers.append((optimizer, list(modules)))
+
+    def _sub_algorithms_depth_first(self):
+        """This algorithm's sub-algorithms, deepest first, then itself."""
+        result = []
+        for child in self.children():
+            if isinstance(child, Algorithm):
+                result.extend(child._sub_algorithms_depth_first())
+            else:
+                result.extend(
+                    m for m in child.modules() if isinstance(m, Algorithm) and m is not child
+                )
+        result.append(self)
+        return result
+
+    def _assign_parameters(self):
+        """``[(spec, params)]``: module-specific optimizers first, then defaults."""
+        claimed: set[int] = set()
+        assignments = []
+        algorithms = self._sub_algorithms_depth_first()
+        for alg in algorithms:
+            for spec, modules in alg._module_optimizers:
+                params = _unclaimed([p for m in modules for p in m.parameters()], claimed)
+                assignments.append((spec, params))
+        for alg in algorithms:
+            if alg._default_optimizer is not None:
+                params = _unclaimed(list(alg.parameters()), claimed)
+                assignments.append((alg._default_optimizer, params))
+        orphans = [n for n, p in self.named_parameters() if p.requires_grad and id(p) not in claimed]
+        if orphans:
+            logging.warning("%s: parameters without an optimizer: %s", self._name, orphans)
+        return [(spec, params) for spec, params in assignments if params]
+
+    def optimizers(self) -> list[tuple[OptimizerSpec, torch.optim.Optimizer, list]]:
+        """``[(spec, torch optimizer, params)]``, built on first use."""
+        if self._optimizers is None:
+            self._optimizers = [
+                (spec, spec.build(params), params) for spec, params in self._assign_parameters()
+            ]
+        return self._optimizers
+
+    # -- updates ---------------------------------------------------------------
+
+    def update_with_gradient(
+        self, loss_info: LossInfo, valid_masks: torch.Tensor | None = None, weight: float = 1.0
+    ) -> LossInfo:
+        """One gradient step on ``loss_info``.
+
+        Args:
+            loss_info: ``loss`` ``[T, B]``/``[B]`` (or a scalar) plus an optional
+                ``scalar_loss``.
+            valid_masks: same shape as ``loss``; 0 where the loss must not count
+                (LAST steps, whose action the env ignores, and padding). The loss
+                is the masked mean.
+            weight: multiplies the total loss.
+
+        Returns:
+            ``loss_info`` with ``loss`` reduced to a detached scalar. The global
+            gradient norm of each optimizer (before clipping) is in
+            ``self.last_grad_norms``.
+        """
+        loss = masked_mean(loss_info.loss, valid_masks)
+        if not isinstance(loss_info.scalar_loss, tuple):
+            loss = loss + loss_info.scalar_loss
+        loss = loss * weight
+        optimizers = self.optimizers()
+        for _, optimizer, _ in optimizers:
+            optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norms = {}
+        for spec, optimizer, params in optimizers:
+            spec.update_lr(optimizer)
+            grad_norms[spec.name] = spec.clip_gradients(params)
+            optimizer.step()
+        self.last_grad_norms = grad_norms
+        return loss_info._replace(loss=loss.detach())
+
+    # -- checkpointing ---------------------------------------------------------
+
+    def state_dict(self, *args, **kwargs):
+        """Module state plus optimizer states under ``'_optimizers.<i>'``."""
+        state = super().state_dict(*args, **kwargs)
+        prefix = kwargs.get("prefix", "")
+        if not prefix and not args:
+            for i, (_, optimizer, _) in enumerate(self.optimizers()):
+                state[f"{_OPTIMIZER_KEY}.{i}"] = optimizer.state_dict()
+        return state
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        """Load module and optimizer states written by ``state_dict``."""
+        state_dict = dict(state_dict)
+        opt_states = {
+            k: state_dict.pop(k) for k in list(state_dict) if k.startswith(_OPTIMIZER_KEY + ".")
+        }
+        result = super().load_state_dict(state_dict, strict=strict, assign=assign)
+        optimizers = self.optimizers()
+        if opt_states and len(opt_states) != len(optimizers):
+            raise ValueError(
+                f"{self._name}: checkpoint has {len(opt_states)} optimizers, "
+                f"the algorithm has {len(optimizers)}"
+            )
+        for i, (_, optimizer, _) in enumerate(optimizers):
+            key = f"{_OPTIMIZER_KEY}.{i}"
+            if key in opt_states:
+                optimizer.load_state_dict(opt_states[key])
+        return result
+
+
+def _unclaimed(params, claimed: set) -> list:
+    result = []
+    for p in params:
+        if p.requires_grad and id(p) not in claimed:
+            claimed.add(id(p))
+            result.append(p)
+    return result
+
+
+def masked_mean(loss, valid_masks=None) -> torch.Tensor:
+    """Mean of ``loss`` over entries where ``valid_masks`` is nonzero (all when None)."""
+    if not isinstance(loss, torch.Tensor):
+        loss = torch.as_tensor(loss, dtype=torch.float32)
+    if valid_masks is None or loss.ndim == 0:
+        return loss.mean()
+    mask = valid_masks.to(loss.dtype)
+    return (loss * mask).sum() / mask.sum().clamp(min=1.0)
+
+
+def reset_state_if_necessary(state, initial_state, reset_mask: torch.Tensor):
+    """``state`` with rows where ``reset_mask`` ``[B]`` holds replaced by ``initial_state``."""
+
+    def _reset(s, s0):
+        mask = reset_mask.reshape((-1,) + (1,) * (s.ndim - 1))
+        return torch.where(mask, s0, s)
+
+    return nest.map_structure(_reset, state, initial_state)

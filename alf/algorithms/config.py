@@ -1,0 +1,133 @@
+"""``TrainerConfig``: the knobs of the training loop, with ALF's names and meanings."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import alf
+
+
+@alf.configurable
+@dataclasses.dataclass
+class TrainerConfig:
+    """Configuration of ``PolicyTrainer`` and of an RL algorithm's training iteration.
+
+    Attributes:
+        root_dir: where summaries, checkpoints, the resolved config and the code
+            snapshot are written.
+        algorithm_ctor: called as ``algorithm_ctor(observation_spec=...,
+            action_spec=..., reward_spec=..., env=..., config=self)`` to build the
+            ``RLAlgorithm``.
+        data_transformer_ctor: a ctor or list of ctors of data transformers, each
+            called as ``ctor(observation_spec=...)``.
+        random_seed: seed of everything (numpy, torch, python, envs as
+            ``seed + env_id``); a random seed is drawn and logged when None.
+        num_iterations: number of training iterations (0: no limit by iterations).
+        num_env_steps: number of environment steps (0: no limit by steps). Training
+            stops at whichever limit is hit first.
+        unroll_length: steps each environment takes per iteration. One iteration
+            collects ``num_envs * unroll_length`` steps.
+        use_rollout_state: off-policy training of recurrent models starts each
+            minibatch sequence from the state stored at rollout (else zeros).
+        temporally_independent_train_step: call ``train_step`` on all time steps
+            of a minibatch at once (``None``: when the algorithm has no train
+            state).
+        num_checkpoints: how many checkpoints to write over the run (evenly
+            spaced); the last ``keep_checkpoints`` plus the best are kept.
+        keep_checkpoints: number of most recent checkpoints kept on disk.
+        checkpoint_interval: write a checkpoint every so many iterations
+            (overrides ``num_checkpoints`` when > 0).
+        save_checkpoint_for_best_eval: keep the checkpoint with the best eval
+            AverageReturn as ``ckpt-best``.
+        evaluate: run periodic evaluation with the deterministic policy.
+        eval_interval: evaluate every so many iterations.
+        num_eval_episodes: episodes per evaluation.
+        num_eval_environments: environments used for evaluation.
+        epsilon_greedy: chance of a random action during evaluation (for
+            discrete actions; 0 means fully deterministic).
+        no_thread_env_for_conf: ALF's eval-env rule — the eval environments are
+            built in the main process (``nonparallel``) unless this is True.
+        summary_interval: write training summaries every so many iterations.
+        summaries_flush_secs: flush tensorboard files every so many seconds.
+        debug_summaries: extra (slower) summaries from algorithms.
+        summarize_grads_and_vars: gradient and parameter norms per module.
+        progress_bar: terminal progress bar (only when stdout is a terminal).
+        initial_collect_steps: off-policy: steps per environment collected before
+            the first update.
+        num_updates_per_train_iter: off-policy: passes (epochs) over the data
+            (whole-buffer training) or number of minibatches (sampling) per
+            iteration.
+        mini_batch_size: number of sequences per minibatch (None: all).
+        mini_batch_length: length of each minibatch sequence (None:
+            ``unroll_length``).
+        whole_replay_buffer_training: off-policy: train on the whole buffer,
+            shuffled and split into minibatches, instead of sampling.
+        clear_replay_buffer: clear the replay buffer after each training iteration.
+        replay_buffer_length: steps stored per environment.
+        priority_replay: prioritized sampling (issue 4).
+        priority_replay_alpha: exponent of priorities.
+        priority_replay_beta: importance-weight exponent.
+        priority_replay_eps: minimum priority.
+        num_threads: torch intra-op threads for training (0: torch's default).
+        device: ``'cpu'``, ``'cuda'`` or None (cuda when available). The one place
+            the training device is chosen.
+    """
+
+    root_dir: str | None = None
+    algorithm_ctor: Callable | None = None
+    data_transformer_ctor: Any = None
+    random_seed: int | None = None
+    num_iterations: int = 1000
+    num_env_steps: int = 0
+    unroll_length: int = 8
+    use_rollout_state: bool = False
+    temporally_independent_train_step: bool | None = None
+    num_checkpoints: int = 10
+    keep_checkpoints: int = 3
+    checkpoint_interval: int = 0
+    save_checkpoint_for_best_eval: bool = True
+    evaluate: bool = False
+    eval_interval: int = 10
+    num_eval_episodes: int = 10
+    num_eval_environments: int = 1
+    epsilon_greedy: float = 0.0
+    no_thread_env_for_conf: bool = False
+    summary_interval: int = 10
+    summaries_flush_secs: int = 1
+    debug_summaries: bool = False
+    summarize_grads_and_vars: bool = False
+    progress_bar: bool = True
+    initial_collect_steps: int = 0
+    num_updates_per_train_iter: int = 4
+    mini_batch_size: int | None = None
+    mini_batch_length: int | None = None
+    whole_replay_buffer_training: bool = True
+    clear_replay_buffer: bool = True
+    replay_buffer_length: int = 1024
+    priority_replay: bool = False
+    priority_replay_alpha: float = 0.7
+    priority_replay_beta: float = 0.4
+    priority_replay_eps: float = 1e-6
+    num_threads: int = 0
+    device: str | None = None
+
+    def __post_init__(self):
+        self._check()
+
+    def _check(self):
+        positive = ["unroll_length", "eval_interval", "summary_interval", "replay_buffer_length"]
+        for name in positive:
+            if getattr(self, name) <= 0:
+                raise ValueError(f"TrainerConfig.{name} must be > 0, got {getattr(self, name)}")
+        for name in ["mini_batch_size", "mini_batch_length"]:
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ValueError(f"TrainerConfig.{name} must be > 0 or None, got {value}")
+        if self.num_iterations <= 0 and self.num_env_steps <= 0:
+            raise ValueError(
+                "TrainerConfig needs a stopping rule: num_iterations > 0 or num_env_steps > 0"
+            )
+        if not 0.0 <= self.epsilon_greedy <= 1.0:
+            raise ValueError(f"TrainerConfig.epsilon_greedy must be in [0, 1]: {self.epsilon_greedy}")

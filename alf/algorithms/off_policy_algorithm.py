@@ -1,0 +1,175 @@
+"""``OffPolicyAlgorithm``: trains from a replay buffer of raw experience.
+
+Per iteration (ALF's scheme):
+
+1. unroll ``unroll_length`` steps without gradient and store the *raw*
+   (untransformed) experience in the replay buffer;
+2. skip training until every env has ``initial_collect_steps`` steps;
+3. ``whole_replay_buffer_training``: take the whole buffer ``[T, B]``, transform
+   and preprocess it once, then for each of ``num_updates_per_train_iter``
+   epochs shuffle the ``(T / mini_batch_length) * B`` sequences (time order kept
+   inside each) and update on minibatches of ``mini_batch_size`` of them;
+   otherwise sample ``mini_batch_size * num_updates_per_train_iter`` sequences of
+   ``mini_batch_length`` once and split them into that many updates;
+4. ``clear_replay_buffer``: empty the buffer after training.
+
+PPO uses this path with whole-buffer training and ``clear_replay_buffer``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+
+import alf.nest as nest
+from alf.algorithms.rl_algorithm import RLAlgorithm
+from alf.data_structures import Experience
+from alf.experience_replayers.replay_buffer import ReplayBuffer
+from alf.tensor_specs import TensorSpec
+from alf.utils.device import to_device
+
+
+class OffPolicyAlgorithm(RLAlgorithm):
+    """An RL algorithm trained on experience replayed from a buffer."""
+
+    is_on_policy = False
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._replay_buffer: ReplayBuffer | None = None
+        self._train_experience_steps = 0
+
+    @property
+    def replay_buffer(self) -> ReplayBuffer | None:
+        return self._replay_buffer
+
+    def _make_experience(self, time_step, transformed, policy_step, policy_state) -> Experience:
+        """Store the raw time step: transformers run again on replayed data."""
+        return Experience(
+            time_step=time_step,
+            action=_to_cpu(policy_step.output),
+            rollout_info=_to_cpu(policy_step.info),
+            state=_to_cpu(policy_state),
+        )
+
+    def _ensure_replay_buffer(self, experience: Experience) -> ReplayBuffer:
+        if self._replay_buffer is None:
+            spec = nest.map_structure(lambda x: TensorSpec.from_tensor(x, from_dim=1), experience)
+            self._replay_buffer = ReplayBuffer(
+                spec,
+                num_environments=self._env.batch_size,
+                max_length=self._config.replay_buffer_length,
+            )
+            logging.info(
+                "Replay buffer: %d envs x %d steps, %d bytes per transition, %.1f MB in all",
+                self._env.batch_size,
+                self._config.replay_buffer_length,
+                self._replay_buffer.bytes_per_transition(),
+                self._replay_buffer.total_bytes() / 1e6,
+            )
+        return self._replay_buffer
+
+    def _uses_bootstrap_row(self) -> bool:
+        cfg = self._config
+        return cfg.whole_replay_buffer_training and cfg.clear_replay_buffer
+
+    def _train_iter_off_policy(self) -> int:
+        cfg = self._config
+        experiences = self.unroll(cfg.unroll_length)
+        buffer = self._ensure_replay_buffer(experiences[0])
+        if cfg.clear_replay_buffer and cfg.unroll_length > buffer.max_length:
+            raise ValueError(
+                f"TrainerConfig.replay_buffer_length ({buffer.max_length}) must be >= "
+                f"unroll_length ({cfg.unroll_length}) when clear_replay_buffer is True"
+            )
+        for exp in experiences:
+            buffer.add_batch(exp, exp.time_step.env_id)
+        steps = len(experiences) * self._env.batch_size
+        if int(buffer.current_size().min()) < max(cfg.initial_collect_steps, 1):
+            return steps
+        if cfg.whole_replay_buffer_training:
+            self._train_on_whole_buffer()
+        else:
+            self._train_on_samples()
+        if cfg.clear_replay_buffer:
+            buffer.clear()
+        return steps
+
+    def _prepare(self, experience: Experience) -> Experience:
+        """Raw replayed ``[T, B]`` experience → device, transformed, preprocessed."""
+        experience = to_device(experience)
+        experience = self._data_transformer.transform_experience(experience)
+        return self.preprocess_experience(experience)
+
+    def _train_on_whole_buffer(self) -> None:
+        cfg = self._config
+        experience = nest.map_structure(lambda x: x.transpose(0, 1),
+                                        self._replay_buffer.gather_all())
+        if self._uses_bootstrap_row():
+            bootstrap = self.bootstrap_experience(raw=True)
+            bootstrap = nest.map_structure(lambda x: x.cpu().unsqueeze(0), bootstrap)
+            experience = nest.map_structure(lambda x, y: torch.cat([x, y]), experience,
+                                            _cast_like(bootstrap, experience))
+            experience = self._prepare(experience)
+            experience = nest.map_structure(lambda x: x[:-1], experience)
+        else:
+            experience = self._prepare(experience)
+        sequences = _split_sequences(experience, cfg.mini_batch_length)
+        num_sequences = nest.get_nest_batch_size(sequences, dim=1)
+        mini_batch_size = cfg.mini_batch_size or num_sequences
+        for _ in range(cfg.num_updates_per_train_iter):
+            perm = torch.randperm(num_sequences)
+            for start in range(0, num_sequences, mini_batch_size):
+                index = perm[start:start + mini_batch_size]
+                self.update_from_experience(nest.map_structure(lambda x: x[:, index], sequences))
+                if self.stop_training_epochs():
+                    break
+            if self.stop_training_epochs():
+                break
+        self.after_train_iter(experience)
+
+    def _train_on_samples(self) -> None:
+        cfg = self._config
+        length = cfg.mini_batch_length or cfg.unroll_length
+        mini_batch_size = cfg.mini_batch_size or self._env.batch_size
+        total = mini_batch_size * cfg.num_updates_per_train_iter
+        batch, batch_info = self._replay_buffer.get_batch(total, length)
+        experience = nest.map_structure(lambda x: x.transpose(0, 1), batch)
+        experience = experience._replace(batch_info=batch_info)
+        for i in range(cfg.num_updates_per_train_iter):
+            part = nest.map_structure(
+                lambda x, i=i: x[:, i * mini_batch_size:(i + 1) * mini_batch_size],
+                experience._replace(batch_info=()),
+            )
+            part = self._prepare(part)
+            self.update_from_experience(part)
+            if self.stop_training_epochs():
+                break
+        self.after_train_iter(experience)
+
+
+def _to_cpu(value):
+    return nest.map_structure(lambda x: x.detach().cpu(), value)
+
+
+def _cast_like(value, reference):
+    return nest.map_structure(lambda x, r: x.to(r.dtype), value, reference)
+
+
+def _split_sequences(experience: Experience, length: int | None) -> Experience:
+    """``[T, B]`` → ``[L, (T / L) * B]``: consecutive ``L``-step pieces of every env."""
+    num_steps, batch_size = experience.time_step.step_type.shape[:2]
+    length = length or num_steps
+    if num_steps % length:
+        raise ValueError(
+            f"TrainerConfig.mini_batch_length ({length}) must divide the number of steps "
+            f"per env used for whole-buffer training ({num_steps})"
+        )
+    pieces = num_steps // length
+
+    def _split(x):
+        x = x.reshape(pieces, length, batch_size, *x.shape[2:])
+        return x.transpose(0, 1).reshape(length, pieces * batch_size, *x.shape[3:])
+
+    return nest.map_structure(_split, experience)

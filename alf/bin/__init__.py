@@ -1,0 +1,1 @@
+"""Command-line entry points: ``python -m alf.bin.train`` and ``python -m alf.bin.play``."""

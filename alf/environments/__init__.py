@@ -1,0 +1,1 @@
+"""Environments: gymnasium adapters, wrappers and batched (thread / process) environments."""

@@ -1,0 +1,1 @@
+"""Example conf files."""

@@ -1,0 +1,1 @@
+"""Neural networks used by algorithms."""

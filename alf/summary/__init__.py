@@ -1,0 +1,32 @@
+"""Tensorboard summaries with a global step and an on/off switch.
+
+Algorithms call ``alf.summary.scalar('name', value)`` freely: it does nothing
+unless a writer is set and recording is on (the trainer turns it on every
+``summary_interval`` iterations), so summaries cost nothing on other steps.
+"""
+
+from alf.summary.summary_ops import (
+    enable_summary,
+    flush,
+    get_global_counter,
+    histogram,
+    record_if,
+    scalar,
+    set_default_writer,
+    set_global_counter,
+    should_record_summaries,
+    text,
+)
+
+__all__ = [
+    "enable_summary",
+    "flush",
+    "get_global_counter",
+    "histogram",
+    "record_if",
+    "scalar",
+    "set_default_writer",
+    "set_global_counter",
+    "should_record_summaries",
+    "text",
+]

@@ -1,0 +1,1 @@
+"""Trainers that run the training loop."""

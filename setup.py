@@ -1,0 +1,31 @@
+"""Installs the ``alf`` package: an ALF-style reinforcement-learning framework on PyTorch."""
+
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+setup(
+    name="alf",
+    version="0.1.0",
+    description="Agent Learning Framework: configurable reinforcement learning on PyTorch",
+    long_description=(Path(__file__).parent / "README.md").read_text(encoding="utf-8"),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=find_packages(include=["alf", "alf.*"]),
+    package_data={"alf": ["examples/*.gin", "examples/*.py"]},
+    install_requires=[
+        "torch>=2.2",
+        "gymnasium[classic-control]>=1.0",
+        "numpy>=1.24",
+        "gin-config>=0.5",
+        "absl-py>=1.0",
+        "tensorboard>=2.12",
+        "cloudpickle>=2.0",
+        "optree>=0.10",
+    ],
+    extras_require={
+        "mujoco": ["mujoco>=3.0", "gymnasium[mujoco]>=1.0"],
+        "test": ["pytest>=7", "pytest-timeout>=2.1", "psutil>=5.9", "ruff>=0.5"],
+        "benchmarks": ["stable-baselines3>=2.3"],
+    },
+)
