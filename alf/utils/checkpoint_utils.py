@@ -1,0 +1,153 @@
+"""Atomic, safe checkpoints: ``Checkpointer``.
+
+A checkpoint is one file ``ckpt-<step>.pt`` holding a dict of tensors and plain
+Python values (numbers, strings, lists, dicts). It is written to a temporary
+file in the same directory, fsync'ed, then renamed, so a crash never leaves a
+half-written ``ckpt-*.pt``. Loading uses ``torch.load(weights_only=True)``:
+nothing is unpickled beyond tensors and plain containers, so a file carrying a
+pickled object (``__reduce__`` payload) is refused and the payload never runs.
+
+The newest ``keep`` checkpoints are kept, plus ``ckpt-best.pt`` (the state at the
+best evaluation). If the newest checkpoint is unreadable, ``load`` falls
+back to the previous one with a warning; if none is readable it raises: it
+never silently starts from scratch.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import tempfile
+
+import torch
+
+_CKPT_RE = re.compile(r"^ckpt-(\d+)\.pt$")
+BEST_NAME = "ckpt-best.pt"
+
+
+class CheckpointError(RuntimeError):
+    """No usable checkpoint could be loaded (the message names the files)."""
+
+
+class Checkpointer:
+    """Saves and loads training state in ``ckpt_dir``.
+
+    Args:
+        ckpt_dir: directory of the checkpoint files (created on first save).
+        keep: number of newest step checkpoints kept on disk (the best one is
+            kept in addition).
+    """
+
+    def __init__(self, ckpt_dir: str, keep: int = 3):
+        if keep < 1:
+            raise ValueError(f"Checkpointer.keep must be >= 1, got {keep}")
+        self._dir = ckpt_dir
+        self._keep = keep
+
+    @property
+    def directory(self) -> str:
+        return self._dir
+
+    def steps(self) -> list[int]:
+        """Steps of the ``ckpt-<step>.pt`` files present, ascending."""
+        if not os.path.isdir(self._dir):
+            return []
+        found = (_CKPT_RE.match(name) for name in os.listdir(self._dir))
+        return sorted(int(m.group(1)) for m in found if m)
+
+    def path(self, step: int) -> str:
+        return os.path.join(self._dir, f"ckpt-{step}.pt")
+
+    def save(self, step: int, state: dict) -> str:
+        """Atomically write ``state`` as ``ckpt-<step>.pt``; prune old ones; return the path."""
+        os.makedirs(self._dir, exist_ok=True)
+        path = self.path(step)
+        _atomic_torch_save(state, path)
+        self._prune()
+        return path
+
+    def save_best(self, state: dict, score: float) -> str:
+        """Atomically write ``state`` as ``ckpt-best.pt`` (never used for resuming)."""
+        os.makedirs(self._dir, exist_ok=True)
+        path = os.path.join(self._dir, BEST_NAME)
+        _atomic_torch_save(dict(state, best_score=float(score)), path)
+        logging.info("Best checkpoint so far (score %.4g) written to %s", score, path)
+        return path
+
+    def _prune(self) -> None:
+        for step in self.steps()[: -self._keep]:
+            try:
+                os.remove(self.path(step))
+            except FileNotFoundError:
+                pass
+
+    def load(self, step: int | None = None, map_location="cpu") -> dict | None:
+        """Load checkpoint ``step`` (the newest readable one when None).
+
+        Returns:
+            the state dict, or None when the directory holds no checkpoint.
+        Raises:
+            CheckpointError: ``step`` is missing or unreadable, or every
+                checkpoint present is unreadable.
+        """
+        if step is not None:
+            path = self.path(step)
+            if not os.path.exists(path):
+                raise CheckpointError(
+                    f"Checkpoint {path} does not exist (available steps: {self.steps()})"
+                )
+            return _safe_load(path, map_location)
+        steps = self.steps()
+        if not steps:
+            return None
+        errors = []
+        for candidate in reversed(steps):
+            path = self.path(candidate)
+            try:
+                state = _safe_load(path, map_location)
+            except CheckpointError as e:
+                logging.warning("%s; falling back to the previous checkpoint", e)
+                errors.append(str(e))
+                continue
+            return state
+        raise CheckpointError(
+            f"None of the checkpoints in {self._dir} can be loaded: " + "; ".join(errors)
+        )
+
+    def load_best(self, map_location="cpu") -> dict:
+        path = os.path.join(self._dir, BEST_NAME)
+        if not os.path.exists(path):
+            raise CheckpointError(f"No best checkpoint {path}")
+        return _safe_load(path, map_location)
+
+
+def _atomic_torch_save(state: dict, path: str) -> None:
+    directory = os.path.dirname(path) or "."
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-ckpt-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    dir_fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def _safe_load(path: str, map_location) -> dict:
+    try:
+        state = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as e:  # torch raises UnpicklingError, RuntimeError, EOFError, ...
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise CheckpointError(f"Checkpoint {path} cannot be loaded safely: {reason}") from e
+    if not isinstance(state, dict):
+        raise CheckpointError(f"Checkpoint {path} does not hold a dict")
+    return state
