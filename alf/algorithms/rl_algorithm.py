@@ -188,6 +188,11 @@ class RLAlgorithm(Algorithm):
         policy_step = self.rollout_step(transformed, policy_state)
         return transformed, policy_state, policy_step, transform_state
 
+    def restart_environment(self, seed: int) -> None:
+        """Reseed the training env; the next unroll starts new episodes from ``reset()``."""
+        self._env.seed(seed)
+        self._current_time_step = None
+
     @torch.no_grad()
     def unroll(self, unroll_length: int) -> list[Experience]:
         """Step the training environment ``unroll_length`` times with ``rollout_step``.

@@ -1,0 +1,184 @@
+"""``ActorCriticAlgorithm``: an actor network and a value network trained on-policy (A2C)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+
+import alf
+import alf.nest as nest
+from alf.algorithms.actor_critic_loss import ActorCriticLoss
+from alf.algorithms.on_policy_algorithm import OnPolicyAlgorithm
+from alf.data_structures import AlgStep, TimeStep
+from alf.networks.actor_distribution_networks import ActorDistributionNetwork
+from alf.networks.value_networks import ValueNetwork
+from alf.tensor_specs import TensorSpec
+from alf.utils import dist_utils
+
+
+class ActorCriticState(NamedTuple):
+    """Recurrent states of the actor and the value network (``()`` if feed-forward)."""
+
+    actor: object = ()
+    value: object = ()
+
+
+class ActorCriticRolloutInfo(NamedTuple):
+    """What rollout keeps for training, all ``[B, ...]`` tensors.
+
+    ``advantages`` and ``returns`` are filled by preprocessing (PPO).
+    """
+
+    action: object = ()
+    log_prob: object = ()
+    value: object = ()
+    advantages: object = ()
+    returns: object = ()
+
+
+class ActorCriticInfo(NamedTuple):
+    """What ``train_step`` gives ``calc_loss``, all ``[B]`` (stacked to ``[T, B]``)."""
+
+    step_type: object = ()
+    reward: object = ()
+    discount: object = ()
+    log_prob: object = ()
+    entropy: object = ()
+    value: object = ()
+    rollout_log_prob: object = ()
+    rollout_value: object = ()
+    advantages: object = ()
+    returns: object = ()
+
+
+@alf.configurable
+class ActorCriticAlgorithm(OnPolicyAlgorithm):
+    """Actor-critic: a policy network and a state-value network.
+
+    Args:
+        observation_spec: spec of the (transformed) observation.
+        action_spec: spec of the action.
+        reward_spec: spec of the reward (scalar).
+        actor_network_ctor: ``ctor(input_tensor_spec=, action_spec=)`` → network
+            returning an action distribution.
+        value_network_ctor: ``ctor(input_tensor_spec=)`` → network returning ``[B]``.
+        env: the training environment.
+        config: the ``TrainerConfig``.
+        loss: the loss object (``loss_class()`` when None).
+        loss_class: ctor of the loss.
+        optimizer: default optimizer of all parameters.
+        actor_optimizer: optimizer of the actor network only (separate lr).
+        value_optimizer: optimizer of the value network only.
+        epsilon_greedy: probability of sampling instead of the mode in
+            ``predict_step`` (``config.epsilon_greedy`` when None).
+        debug_summaries: extra summaries.
+        name: name in summaries.
+    """
+
+    def __init__(
+        self,
+        observation_spec,
+        action_spec,
+        reward_spec=TensorSpec(()),
+        actor_network_ctor=ActorDistributionNetwork,
+        value_network_ctor=ValueNetwork,
+        env=None,
+        config=None,
+        loss=None,
+        loss_class=ActorCriticLoss,
+        optimizer=None,
+        actor_optimizer=None,
+        value_optimizer=None,
+        epsilon_greedy: float | None = None,
+        debug_summaries: bool = False,
+        name: str = "ActorCriticAlgorithm",
+    ):
+        if reward_spec.shape != ():
+            raise ValueError(f"{name} needs a scalar reward, got reward_spec {reward_spec}")
+        actor_network = actor_network_ctor(input_tensor_spec=observation_spec,
+                                           action_spec=action_spec)
+        value_network = value_network_ctor(input_tensor_spec=observation_spec)
+        state_spec = ActorCriticState(actor=actor_network.state_spec,
+                                      value=value_network.state_spec)
+        super().__init__(
+            observation_spec=observation_spec,
+            action_spec=action_spec,
+            reward_spec=reward_spec,
+            train_state_spec=state_spec,
+            predict_state_spec=ActorCriticState(actor=actor_network.state_spec),
+            env=env,
+            config=config,
+            optimizer=optimizer,
+            debug_summaries=debug_summaries,
+            name=name,
+        )
+        self._actor_network = actor_network
+        self._value_network = value_network
+        if actor_optimizer is not None:
+            self.add_optimizer(actor_optimizer, [actor_network])
+        if value_optimizer is not None:
+            self.add_optimizer(value_optimizer, [value_network])
+        self._loss = loss if loss is not None else loss_class(debug_summaries=debug_summaries)
+        if epsilon_greedy is None:
+            epsilon_greedy = getattr(config, "epsilon_greedy", 0.0)
+        self._epsilon_greedy = epsilon_greedy
+
+    @property
+    def actor_network(self):
+        return self._actor_network
+
+    @property
+    def value_network(self):
+        return self._value_network
+
+    @property
+    def loss(self):
+        return self._loss
+
+    def predict_step(self, inputs: TimeStep, state) -> AlgStep:
+        """The mode of the policy (a sample with probability ``epsilon_greedy``)."""
+        dist, actor_state = self._actor_network(inputs.observation, state.actor)
+        action = dist_utils.get_mode(dist)
+        if self._epsilon_greedy > 0:
+            sample = dist_utils.sample_action_distribution(dist)
+            batch_size = nest.get_nest_batch_size(inputs.step_type)
+            explore = torch.rand(batch_size, device=inputs.step_type.device) < self._epsilon_greedy
+            action = nest.map_structure(
+                lambda a, s: torch.where(explore.reshape((-1,) + (1,) * (a.ndim - 1)), s, a),
+                action, sample)
+        return AlgStep(output=action, state=ActorCriticState(actor=actor_state))
+
+    def rollout_step(self, inputs: TimeStep, state) -> AlgStep:
+        """Sample an action; keep its log-probability and the state value."""
+        value, value_state = self._value_network(inputs.observation, state.value)
+        dist, actor_state = self._actor_network(inputs.observation, state.actor)
+        action = dist_utils.sample_action_distribution(dist)
+        log_prob = dist_utils.compute_log_probability(dist, action)
+        return AlgStep(
+            output=action,
+            state=ActorCriticState(actor=actor_state, value=value_state),
+            info=ActorCriticRolloutInfo(action=action, log_prob=log_prob, value=value),
+        )
+
+    def train_step(self, inputs: TimeStep, state, rollout_info) -> AlgStep:
+        """Recompute log π(a|s), the entropy and V(s) with gradient."""
+        value, value_state = self._value_network(inputs.observation, state.value)
+        dist, actor_state = self._actor_network(inputs.observation, state.actor)
+        info = ActorCriticInfo(
+            step_type=inputs.step_type,
+            reward=inputs.reward,
+            discount=inputs.discount,
+            log_prob=dist_utils.compute_log_probability(dist, rollout_info.action),
+            entropy=dist_utils.compute_entropy(dist),
+            value=value,
+            rollout_log_prob=rollout_info.log_prob,
+            rollout_value=rollout_info.value,
+            advantages=rollout_info.advantages,
+            returns=rollout_info.returns,
+        )
+        return AlgStep(output=(), state=ActorCriticState(actor=actor_state, value=value_state),
+                       info=info)
+
+    def calc_loss(self, info: ActorCriticInfo):
+        return self._loss(info)

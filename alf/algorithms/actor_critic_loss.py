@@ -1,0 +1,157 @@
+r"""``ActorCriticLoss``: the advantage actor-critic (A2C) loss.
+
+On time-major infos ``[T, B]`` whose last row is the bootstrap row:
+
+.. math::
+
+    A_t = \mathrm{GAE}_\lambda(r, V, \gamma\,d)_t \;\text{(or } G_t - V_t\text{)},\qquad
+    L_t = -\hat A_t \log\pi(a_t|s_t) + c_V\,\ell(G_t, V_t) - c_H\,H[\pi(\cdot|s_t)]
+
+with :math:`\hat A` the (optionally normalized, clipped) advantage, held constant,
+:math:`G_t = A_t + V_t` the value target (λ-return), :math:`\ell` the TD error
+loss (squared by default), :math:`c_V` ``td_loss_weight`` and :math:`c_H`
+``entropy_regularization``. The last row has no successor and gets a zero
+advantage; the algorithm masks it out together with LAST steps.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+
+import alf
+from alf.data_structures import LossInfo, StepType
+from alf.utils import value_ops
+
+
+def element_wise_squared_loss(target: torch.Tensor, prediction: torch.Tensor) -> torch.Tensor:
+    """``(target - prediction)^2`` elementwise."""
+    return (target - prediction) ** 2
+
+
+def element_wise_huber_loss(target: torch.Tensor, prediction: torch.Tensor) -> torch.Tensor:
+    """Huber loss with delta 1, elementwise."""
+    return torch.nn.functional.huber_loss(prediction, target, reduction="none", delta=1.0)
+
+
+class ActorCriticLossInfo(NamedTuple):
+    """Loss terms for summaries (each ``[T, B]``)."""
+
+    pg_loss: object = ()
+    td_loss: object = ()
+    neg_entropy: object = ()
+
+
+def pad_last_row(x: torch.Tensor) -> torch.Tensor:
+    """Append a zero row to time-major ``x`` ``[T-1, B, ...]`` → ``[T, B, ...]``."""
+    return torch.cat([x, torch.zeros_like(x[:1])], dim=0)
+
+
+def normalize_advantages(advantages: torch.Tensor, valid: torch.Tensor,
+                         eps: float = 1e-8) -> torch.Tensor:
+    """Zero mean, unit std over the ``valid`` entries (others are left at 0)."""
+    mask = valid.to(advantages.dtype)
+    count = mask.sum().clamp(min=1.0)
+    mean = (advantages * mask).sum() / count
+    var = (((advantages - mean) * mask) ** 2).sum() / (count - 1).clamp(min=1.0)
+    return (advantages - mean) / (var.sqrt() + eps) * mask
+
+
+@alf.configurable
+class ActorCriticLoss:
+    """The A2C loss (Mnih et al. 2016) with optional GAE (Schulman et al. 2016).
+
+    Args:
+        gamma: discount factor (multiplies ``TimeStep.discount``).
+        td_error_loss_fn: ``(target, prediction) -> loss`` for the value.
+        use_gae: advantages by GAE(λ) instead of ``G - V``.
+        td_lambda: λ of GAE.
+        use_td_lambda_return: value target ``A + V`` (λ-return) instead of the
+            discounted return.
+        normalize_advantages: normalize advantages over the valid steps.
+        advantage_clip: clip advantages to ``[-c, c]`` (None: no clipping).
+        entropy_regularization: coefficient of the entropy bonus (None: 0).
+        td_loss_weight: coefficient of the value loss.
+        debug_summaries: extra summaries.
+        name: name in summaries.
+    """
+
+    def __init__(
+        self,
+        gamma: float = 0.99,
+        td_error_loss_fn=element_wise_squared_loss,
+        use_gae: bool = False,
+        td_lambda: float = 0.95,
+        use_td_lambda_return: bool = True,
+        normalize_advantages: bool = False,
+        advantage_clip: float | None = None,
+        entropy_regularization: float | None = None,
+        td_loss_weight: float = 1.0,
+        debug_summaries: bool = False,
+        name: str = "ActorCriticLoss",
+    ):
+        self._gamma = gamma
+        self._td_error_loss_fn = td_error_loss_fn
+        self._use_gae = use_gae
+        self._lambda = td_lambda
+        self._use_td_lambda_return = use_td_lambda_return
+        self._normalize_advantages = normalize_advantages
+        self._advantage_clip = advantage_clip
+        self._entropy_regularization = entropy_regularization or 0.0
+        self._td_loss_weight = td_loss_weight
+        self._debug_summaries = debug_summaries
+        self._name = name
+
+    @property
+    def gamma(self) -> float:
+        return self._gamma
+
+    @property
+    def td_lambda(self) -> float:
+        return self._lambda
+
+    def advantages_and_returns(self, reward, value, step_type, discount):
+        """``(advantages, returns)`` ``[T, B]`` from ``[T, B]`` inputs; last row 0 / V."""
+        value = value.detach()
+        discounts = discount * self._gamma
+        if self._use_gae:
+            advantages = value_ops.generalized_advantage_estimation(
+                reward, value, step_type, discounts, td_lambda=self._lambda
+            )
+            if self._use_td_lambda_return:
+                returns = advantages + value[:-1]
+            else:
+                returns = value_ops.discounted_return(reward, value, step_type, discounts)
+        else:
+            returns = value_ops.discounted_return(reward, value, step_type, discounts)
+            advantages = returns - value[:-1]
+        return pad_last_row(advantages), torch.cat([returns, value[-1:]], dim=0)
+
+    def shape_advantages(self, advantages: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        """Normalize and clip as configured."""
+        if self._normalize_advantages:
+            advantages = normalize_advantages(advantages, valid)
+        if self._advantage_clip:
+            advantages = advantages.clamp(-self._advantage_clip, self._advantage_clip)
+        return advantages
+
+    def __call__(self, info) -> LossInfo:
+        """``info``: ``ActorCriticInfo`` ``[T, B]`` from ``train_step`` (see the module doc)."""
+        advantages, returns = self.advantages_and_returns(
+            info.reward, info.value, info.step_type, info.discount
+        )
+        valid = info.step_type != StepType.LAST
+        valid[-1] = False
+        advantages = self.shape_advantages(advantages, valid)
+        pg_loss = -advantages.detach() * info.log_prob
+        td_loss = self._td_error_loss_fn(returns.detach(), info.value)
+        neg_entropy = -info.entropy
+        loss = pg_loss + self._td_loss_weight * td_loss
+        if self._entropy_regularization:
+            loss = loss + self._entropy_regularization * neg_entropy
+        return LossInfo(
+            loss=loss,
+            extra=ActorCriticLossInfo(pg_loss=pg_loss.detach(), td_loss=td_loss.detach(),
+                                      neg_entropy=neg_entropy.detach()),
+        )

@@ -1,0 +1,119 @@
+"""``PPOAlgorithm``: proximal policy optimization on alf's off-policy path, as in ALF.
+
+Each iteration unrolls ``unroll_length`` steps into the replay buffer, computes
+GAE advantages and λ-returns once from the rollout values (``preprocess_experience``,
+with the bootstrap row so every unrolled step is trained on), then makes
+``num_updates_per_train_iter`` epochs over shuffled minibatches
+(``mini_batch_size`` × ``mini_batch_length``) and clears the buffer. Use
+``TrainerConfig(whole_replay_buffer_training=True, clear_replay_buffer=True)``.
+
+Approximate-KL early stop: with ``target_kl`` set, the epoch loop ends as soon
+as a minibatch's ``approx_kl`` exceeds ``1.5 * target_kl`` (Stable-Baselines3's
+rule).
+"""
+
+from __future__ import annotations
+
+import torch
+
+import alf
+import alf.summary
+from alf.algorithms.actor_critic_algorithm import ActorCriticAlgorithm
+from alf.algorithms.off_policy_algorithm import OffPolicyAlgorithm
+from alf.algorithms.ppo_loss import PPOLoss
+from alf.data_structures import Experience, LossInfo
+from alf.networks.actor_distribution_networks import ActorDistributionNetwork
+from alf.networks.value_networks import ValueNetwork
+from alf.tensor_specs import TensorSpec
+
+
+@alf.configurable
+class PPOAlgorithm(ActorCriticAlgorithm, OffPolicyAlgorithm):
+    """PPO (Schulman et al. 2017). Arguments as ``ActorCriticAlgorithm``, plus:
+
+    Args:
+        target_kl: stop this iteration's epochs when a minibatch's approximate KL
+            exceeds ``1.5 * target_kl`` (None: never).
+    """
+
+    is_on_policy = False
+
+    def __init__(
+        self,
+        observation_spec,
+        action_spec,
+        reward_spec=TensorSpec(()),
+        actor_network_ctor=ActorDistributionNetwork,
+        value_network_ctor=ValueNetwork,
+        env=None,
+        config=None,
+        loss=None,
+        loss_class=PPOLoss,
+        optimizer=None,
+        actor_optimizer=None,
+        value_optimizer=None,
+        epsilon_greedy: float | None = None,
+        target_kl: float | None = None,
+        debug_summaries: bool = False,
+        name: str = "PPOAlgorithm",
+    ):
+        super().__init__(
+            observation_spec=observation_spec,
+            action_spec=action_spec,
+            reward_spec=reward_spec,
+            actor_network_ctor=actor_network_ctor,
+            value_network_ctor=value_network_ctor,
+            env=env,
+            config=config,
+            loss=loss,
+            loss_class=loss_class,
+            optimizer=optimizer,
+            actor_optimizer=actor_optimizer,
+            value_optimizer=value_optimizer,
+            epsilon_greedy=epsilon_greedy,
+            debug_summaries=debug_summaries,
+            name=name,
+        )
+        self._check_config(config)
+        self._target_kl = target_kl
+        self._stop_epochs = False
+        self._num_updates_this_iter = 0
+
+    def _check_config(self, config) -> None:
+        if config is None:
+            return
+        if not (config.whole_replay_buffer_training and config.clear_replay_buffer):
+            raise ValueError(
+                "PPOAlgorithm trains on each unroll once: set TrainerConfig."
+                "whole_replay_buffer_training=True and TrainerConfig.clear_replay_buffer=True"
+            )
+
+    def preprocess_experience(self, experience: Experience) -> Experience:
+        """Advantages (GAE) and returns from the rollout values, ``[T, B]`` time-major."""
+        self._stop_epochs = False
+        self._num_updates_this_iter = 0
+        ts, info = experience.time_step, experience.rollout_info
+        advantages, returns = self._loss.advantages_and_returns(
+            ts.reward, info.value, ts.step_type, ts.discount
+        )
+        return experience._replace(
+            rollout_info=info._replace(advantages=advantages, returns=returns)
+        )
+
+    def update_from_experience(self, experience, valid_masks=None) -> LossInfo:
+        loss_info = super().update_from_experience(experience, valid_masks)
+        self._num_updates_this_iter += 1
+        if self._target_kl is not None:
+            if float(loss_info.extra.approx_kl) > 1.5 * self._target_kl:
+                self._stop_epochs = True
+        return loss_info
+
+    def stop_training_epochs(self) -> bool:
+        return self._stop_epochs
+
+    def after_train_iter(self, experience, train_info=None) -> None:
+        if alf.summary.should_record_summaries():
+            alf.summary.scalar("ppo/num_updates", self._num_updates_this_iter)
+            alf.summary.scalar("ppo/early_stopped", float(self._stop_epochs))
+            alf.summary.scalar("ppo/advantage_std",
+                               torch.std(experience.rollout_info.advantages))

@@ -1,0 +1,139 @@
+r"""``PPOLoss``: the clipped surrogate objective of PPO (Schulman et al. 2017).
+
+On a minibatch ``[L, B]`` of preprocessed experience (advantages :math:`A` and
+returns :math:`G` computed once per iteration from the rollout values):
+
+.. math::
+
+    \rho_t = \exp(\log\pi_\theta(a_t|s_t) - \log\pi_{old}(a_t|s_t))
+
+    L^{\pi}_t = \max(-\hat A_t \rho_t,\; -\hat A_t\,\mathrm{clip}(\rho_t, 1-\epsilon, 1+\epsilon))
+
+    L^{V}_t = \ell(G_t, V_t) \;\text{or, with value clipping } c,\;
+    \max\big(\ell(G_t, V_t),\; \ell(G_t, V^{old}_t + \mathrm{clip}(V_t - V^{old}_t, -c, c))\big)
+
+    L_t = L^{\pi}_t + c_V L^V_t - c_H H[\pi_\theta(\cdot|s_t)]
+
+:math:`\hat A` is normalized over the minibatch's valid steps when
+``normalize_advantages`` (as in Stable-Baselines3 and OpenAI baselines).
+Summaries: ``approx_kl`` :math:`=\mathbb{E}[(\rho-1) - \log\rho]` (Schulman's
+low-variance estimator), ``clip_fraction``, ``explained_variance``, ``entropy``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+
+import alf
+from alf.algorithms.actor_critic_loss import ActorCriticLoss, element_wise_squared_loss
+from alf.data_structures import LossInfo, StepType
+from alf.utils.math_ops import explained_variance
+
+
+class PPOLossInfo(NamedTuple):
+    """Loss terms and diagnostics (scalars or ``[L, B]``)."""
+
+    pg_loss: object = ()
+    td_loss: object = ()
+    neg_entropy: object = ()
+    approx_kl: object = ()
+    clip_fraction: object = ()
+    explained_variance: object = ()
+
+
+def _masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    mask = mask.to(x.dtype)
+    return (x * mask).sum() / mask.sum().clamp(min=1.0)
+
+
+@alf.configurable
+class PPOLoss(ActorCriticLoss):
+    """PPO's loss. Advantages/returns come from ``PPOAlgorithm.preprocess_experience``.
+
+    Args:
+        gamma: discount factor.
+        td_error_loss_fn: ``(target, prediction) -> loss`` for the value.
+        td_lambda: GAE λ.
+        normalize_advantages: normalize advantages per minibatch.
+        advantage_clip: clip (normalized) advantages to ``[-c, c]``.
+        entropy_regularization: entropy bonus coefficient.
+        td_loss_weight: value loss coefficient (SB3's ``vf_coef``).
+        importance_ratio_clipping: ε of the clipped ratio (SB3's ``clip_range``);
+            a float or a scheduler.
+        value_clipping: clip the value change to ``[-c, c]`` around the rollout
+            value (SB3's ``clip_range_vf``); None: no clipping.
+        debug_summaries: extra summaries.
+        name: name in summaries.
+    """
+
+    def __init__(
+        self,
+        gamma: float = 0.99,
+        td_error_loss_fn=element_wise_squared_loss,
+        td_lambda: float = 0.95,
+        normalize_advantages: bool = True,
+        advantage_clip: float | None = None,
+        entropy_regularization: float | None = None,
+        td_loss_weight: float = 1.0,
+        importance_ratio_clipping=0.2,
+        value_clipping: float | None = None,
+        debug_summaries: bool = False,
+        name: str = "PPOLoss",
+    ):
+        super().__init__(
+            gamma=gamma,
+            td_error_loss_fn=td_error_loss_fn,
+            use_gae=True,
+            td_lambda=td_lambda,
+            use_td_lambda_return=True,
+            normalize_advantages=normalize_advantages,
+            advantage_clip=advantage_clip,
+            entropy_regularization=entropy_regularization,
+            td_loss_weight=td_loss_weight,
+            debug_summaries=debug_summaries,
+            name=name,
+        )
+        self._ratio_clip = importance_ratio_clipping
+        self._value_clipping = value_clipping
+
+    def _clip_range(self) -> float:
+        clip = self._ratio_clip
+        return float(clip()) if callable(clip) else float(clip)
+
+    def _value_loss(self, info) -> torch.Tensor:
+        loss = self._td_error_loss_fn(info.returns, info.value)
+        if self._value_clipping is None:
+            return loss
+        c = self._value_clipping
+        clipped = info.rollout_value + (info.value - info.rollout_value).clamp(-c, c)
+        return torch.maximum(loss, self._td_error_loss_fn(info.returns, clipped))
+
+    def __call__(self, info) -> LossInfo:
+        """``info``: ``ActorCriticInfo`` ``[L, B]`` with advantages and returns."""
+        valid = info.step_type != StepType.LAST
+        advantages = self.shape_advantages(info.advantages, valid).detach()
+        log_ratio = info.log_prob - info.rollout_log_prob
+        ratio = torch.exp(log_ratio)
+        eps = self._clip_range()
+        pg_loss = torch.maximum(-advantages * ratio,
+                                -advantages * ratio.clamp(1.0 - eps, 1.0 + eps))
+        td_loss = self._value_loss(info)
+        neg_entropy = -info.entropy
+        loss = pg_loss + self._td_loss_weight * td_loss
+        if self._entropy_regularization:
+            loss = loss + self._entropy_regularization * neg_entropy
+        with torch.no_grad():
+            approx_kl = _masked_mean((ratio - 1.0) - log_ratio, valid)
+            clip_fraction = _masked_mean(((ratio - 1.0).abs() > eps).float(), valid)
+            ev = explained_variance(info.value.detach(), info.returns, valid)
+        extra = PPOLossInfo(
+            pg_loss=_masked_mean(pg_loss.detach(), valid),
+            td_loss=_masked_mean(td_loss.detach(), valid),
+            neg_entropy=_masked_mean(neg_entropy.detach(), valid),
+            approx_kl=approx_kl,
+            clip_fraction=clip_fraction,
+            explained_variance=ev,
+        )
+        return LossInfo(loss=loss, extra=extra)

@@ -1,0 +1,101 @@
+"""``ActorDistributionNetwork``: observation → action distribution (a policy)."""
+
+from __future__ import annotations
+
+import torch
+
+import alf
+import alf.nest as nest
+from alf.networks.encoding_networks import EncodingNetwork
+from alf.networks.network import Network
+from alf.networks.projection_networks import (
+    CategoricalProjectionNetwork,
+    NormalProjectionNetwork,
+)
+
+
+@alf.configurable
+class ActorDistributionNetwork(Network):
+    """An ``EncodingNetwork`` followed by one projection network per action spec.
+
+    Discrete action specs get ``discrete_projection_net_ctor(input_size=...,
+    action_spec=...)``, continuous ones ``continuous_projection_net_ctor(...)``.
+    For a single action spec the output is one distribution; for a nest of specs,
+    the same nest of distributions.
+
+    Args:
+        input_tensor_spec: nest of ``TensorSpec`` of the observation.
+        action_spec: (nest of) ``BoundedTensorSpec`` of the action.
+        input_preprocessors: see ``EncodingNetwork``.
+        preprocessing_combiner: see ``EncodingNetwork``.
+        conv_layer_params: see ``EncodingNetwork``.
+        fc_layer_params: hidden layer sizes of the encoder.
+        activation: activation of the hidden layers.
+        kernel_initializer: initializer of the hidden layers' weights.
+        use_fc_bn: batch normalization in the hidden FC layers.
+        discrete_projection_net_ctor: ctor of the projection for discrete specs.
+        continuous_projection_net_ctor: ctor of the projection for continuous specs.
+        name: name of the network.
+    """
+
+    def __init__(
+        self,
+        input_tensor_spec,
+        action_spec,
+        input_preprocessors=None,
+        preprocessing_combiner=None,
+        conv_layer_params=None,
+        fc_layer_params=None,
+        activation=torch.relu_,
+        kernel_initializer=None,
+        use_fc_bn=False,
+        discrete_projection_net_ctor=CategoricalProjectionNetwork,
+        continuous_projection_net_ctor=NormalProjectionNetwork,
+        name="ActorDistributionNetwork",
+    ):
+        super().__init__(input_tensor_spec, name=name)
+        self._action_spec = action_spec
+        self._encoding_net = EncodingNetwork(
+            input_tensor_spec,
+            input_preprocessors=input_preprocessors,
+            preprocessing_combiner=preprocessing_combiner,
+            conv_layer_params=conv_layer_params,
+            fc_layer_params=fc_layer_params,
+            activation=activation,
+            kernel_initializer=kernel_initializer,
+            last_layer_size=None,
+            last_activation=None,
+            last_kernel_initializer=None,
+            last_use_bias=True,
+            use_fc_bn=use_fc_bn,
+            name=name + ".encoding_net",
+        )
+        input_size = self._encoding_net.output_size
+
+        def _make_projection(spec):
+            ctor = (
+                discrete_projection_net_ctor
+                if spec.is_discrete
+                else (continuous_projection_net_ctor)
+            )
+            return ctor(input_size=input_size, action_spec=spec)
+
+        self._nested = nest.is_nested(action_spec)
+        if self._nested:
+            self._projection_nets = torch.nn.ModuleList(
+                _make_projection(s) for s in nest.flatten(action_spec)
+            )
+        else:
+            self._projection_net = _make_projection(action_spec)
+
+    @property
+    def action_spec(self):
+        return self._action_spec
+
+    def forward(self, observation, state=()):
+        """``([B, ...] observation nest, state) -> (action distribution(s), state)``."""
+        encoding = self._encoding_net(observation)[0]
+        if not self._nested:
+            return self._projection_net(encoding)[0], state
+        dists = [net(encoding)[0] for net in self._projection_nets]
+        return nest.pack_sequence_as(self._action_spec, dists), state

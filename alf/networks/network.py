@@ -1,0 +1,144 @@
+"""``Network``: an ``nn.Module`` that knows its input, state and output specs and can copy itself.
+
+Every network maps ``(inputs, state)`` to ``(output, new_state)``; inputs are
+``[B, ...]`` nests matching ``input_tensor_spec``. A feed-forward network has
+``state_spec == ()`` and returns ``state`` unchanged.
+"""
+
+from __future__ import annotations
+
+import copy as copy_lib
+import inspect
+
+import torch
+import torch.nn as nn
+
+import alf.nest as nest
+from alf.tensor_specs import zeros_from_spec
+
+
+def _copy_arg(value):
+    """A fresh copy of a ctor argument that holds parameters; anything else as is."""
+    if isinstance(value, Network):
+        return value.copy()
+    if isinstance(value, nn.Module):
+        return copy_lib.deepcopy(value)
+    return value
+
+
+class Network(nn.Module):
+    """Base class of alf networks.
+
+    Subclasses call ``super().__init__(input_tensor_spec, state_spec, name)`` and
+    implement ``forward(inputs, state=()) -> (output, new_state)``. The arguments
+    a network is constructed with are recorded (before ``__init__`` runs), which
+    is what ``copy()`` uses to build an independent twin.
+
+    Forward calls do no spec checking: they are on the training hot path.
+
+    Args:
+        input_tensor_spec: nest of ``TensorSpec`` of one (unbatched) input.
+        state_spec: nest of ``TensorSpec`` of the recurrent state, ``()`` if none.
+        name: name of the network.
+    """
+
+    def __new__(cls, *args, **kwargs):
+        obj = super().__new__(cls)
+        # Recorded before nn.Module.__init__, so bypass nn.Module.__setattr__.
+        object.__setattr__(obj, "_ctor_args", args)
+        object.__setattr__(obj, "_ctor_kwargs", kwargs)
+        return obj
+
+    def __init__(self, input_tensor_spec, state_spec=(), name="Network"):
+        super().__init__()
+        self._input_tensor_spec = input_tensor_spec
+        self._state_spec = state_spec
+        self._name = name
+        self._output_spec = None
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def input_tensor_spec(self):
+        """Nest of ``TensorSpec`` of one input (without the batch dim)."""
+        return self._input_tensor_spec
+
+    @property
+    def state_spec(self):
+        """Nest of ``TensorSpec`` of the state; ``()`` for a feed-forward network."""
+        return self._state_spec
+
+    @property
+    def is_recurrent(self) -> bool:
+        """Whether the network has a state."""
+        return len(nest.flatten(self._state_spec)) > 0
+
+    @property
+    def output_spec(self):
+        """Nest of ``TensorSpec`` / ``DistributionSpec`` of the output (without the batch dim).
+
+        Computed once by a dry run on zeros (in eval mode, without gradient);
+        subclasses that know it override this.
+        """
+        if self._output_spec is None:
+            self._output_spec = self._compute_output_spec()
+        return self._output_spec
+
+    def _compute_output_spec(self):
+        from alf.utils import dist_utils
+
+        modes = [(m, m.training) for m in self.modules()]
+        self.eval()
+        try:
+            with torch.no_grad():
+                inputs = zeros_from_spec(self._input_tensor_spec, batch_size=1)
+                state = zeros_from_spec(self._state_spec, batch_size=1)
+                output, _ = self(inputs, state)
+        finally:
+            for module, training in modes:
+                module.training = training
+        return dist_utils.extract_spec(output, from_dim=1)
+
+    @property
+    def saved_args(self) -> dict:
+        """The constructor arguments of this network, by name."""
+        bound = self._bound_ctor_args()
+        if bound is None:
+            return dict(self._ctor_kwargs)
+        return dict(bound.arguments)
+
+    def _bound_ctor_args(self):
+        try:
+            signature = inspect.signature(type(self).__init__)
+            return signature.bind(None, *self._ctor_args, **self._ctor_kwargs)
+        except (TypeError, ValueError):
+            return None
+
+    def copy(self, name: str | None = None) -> Network:
+        """A new network of the same type built with the same constructor arguments.
+
+        The copy has freshly initialized, independent parameters (weights are not
+        copied). Constructor arguments that are networks are copied the same way,
+        other ``nn.Module`` arguments are deep-copied, so nothing is shared.
+
+        Args:
+            name: name of the copy; the original name when None.
+        """
+        args = [nest.map_structure(_copy_arg, a) for a in self._ctor_args]
+        kwargs = {k: nest.map_structure(_copy_arg, v) for k, v in self._ctor_kwargs.items()}
+        if name is not None:
+            bound = self._bound_ctor_args()
+            if bound is not None and "name" in bound.signature.parameters:
+                bound = bound.signature.bind(None, *args, **kwargs)
+                bound.arguments["name"] = name
+                return type(self)(*bound.args[1:], **bound.kwargs)
+            kwargs["name"] = name
+        return type(self)(*args, **kwargs)
+
+    def forward(self, inputs, state=()):
+        raise NotImplementedError
+
+    def extra_repr(self) -> str:
+        return f"name={self._name!r}"

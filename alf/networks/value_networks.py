@@ -1,0 +1,82 @@
+"""``ValueNetwork``: observation → value ``[B]`` (or ``[B, *output_shape]``)."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import torch
+
+import alf
+from alf.networks.encoding_networks import EncodingNetwork
+from alf.tensor_specs import TensorSpec
+
+_SCALAR_SPEC = TensorSpec(())
+
+
+@alf.configurable
+class ValueNetwork(EncodingNetwork):
+    """An ``EncodingNetwork`` with a final linear layer of ``prod(output_tensor_spec.shape)``
+    units, reshaped to ``[B, *output_tensor_spec.shape]`` (``[B]`` for a scalar value).
+
+    The last layer's weights start small (uniform in ±0.03) so that initial
+    values are close to 0 whatever the observation scale.
+
+    Args:
+        input_tensor_spec: nest of ``TensorSpec`` of the observation.
+        output_tensor_spec: ``TensorSpec`` of one value (scalar by default).
+        input_preprocessors: see ``EncodingNetwork``.
+        preprocessing_combiner: see ``EncodingNetwork``.
+        conv_layer_params: see ``EncodingNetwork``.
+        fc_layer_params: hidden layer sizes.
+        activation: activation of the hidden layers.
+        kernel_initializer: initializer of the hidden layers' weights.
+        last_kernel_initializer: initializer of the value layer's weights.
+        use_fc_bn: batch normalization in the hidden FC layers.
+        name: name of the network.
+    """
+
+    def __init__(
+        self,
+        input_tensor_spec,
+        output_tensor_spec=_SCALAR_SPEC,
+        input_preprocessors=None,
+        preprocessing_combiner=None,
+        conv_layer_params=None,
+        fc_layer_params=None,
+        activation=torch.relu_,
+        kernel_initializer=None,
+        last_kernel_initializer=None,
+        use_fc_bn=False,
+        name="ValueNetwork",
+    ):
+        if last_kernel_initializer is None:
+            last_kernel_initializer = functools.partial(torch.nn.init.uniform_, a=-0.03, b=0.03)
+        super().__init__(
+            input_tensor_spec,
+            input_preprocessors=input_preprocessors,
+            preprocessing_combiner=preprocessing_combiner,
+            conv_layer_params=conv_layer_params,
+            fc_layer_params=fc_layer_params,
+            activation=activation,
+            kernel_initializer=kernel_initializer,
+            last_layer_size=math.prod(output_tensor_spec.shape),
+            last_activation=None,
+            last_kernel_initializer=last_kernel_initializer,
+            last_use_bias=True,
+            use_fc_bn=use_fc_bn,
+            name=name,
+        )
+        self._value_shape = tuple(output_tensor_spec.shape)
+        self._value_spec = TensorSpec(self._value_shape, torch.float32)
+
+    def forward(self, observation, state=()):
+        """``([B, ...] observation nest, state) -> ([B, *output_shape] value, state)``."""
+        value, state = super().forward(observation, state)
+        if not self._value_shape:
+            return value.squeeze(-1), state
+        return value.reshape(value.shape[:-1] + self._value_shape), state
+
+    @property
+    def output_spec(self) -> TensorSpec:
+        return self._value_spec

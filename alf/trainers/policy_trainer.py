@@ -1,0 +1,344 @@
+"""``PolicyTrainer``: builds environments and the algorithm, and runs the training loop.
+
+The loop (``_train``) calls ``algorithm.train_iter()`` until ``num_iterations``
+or ``num_env_steps`` is reached, and around it writes tensorboard summaries
+(``root_dir/train``, ``root_dir/eval``), evaluates the deterministic policy,
+and writes checkpoints (``root_dir/train/algorithm``).
+
+**Exact resume.** A checkpoint holds the algorithm (networks, optimizers, data
+transformers), counters, metrics and RNG states. Environments cannot be saved,
+so right after every checkpoint the training environments are reseeded with a
+seed derived from ``(random_seed, iteration)`` and restarted; a run resumed from
+that checkpoint in a new process does the same, and therefore continues exactly
+as the uninterrupted run did (same data, same parameters). The price is that the
+episodes running at a checkpoint are cut short (they are not counted in metrics).
+
+SIGTERM and SIGINT finish the current iteration, write a checkpoint and return
+normally (the CLI then exits 0).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import signal
+import sys
+import time
+
+import torch
+from torch.utils.tensorboard import SummaryWriter
+
+import alf.summary
+from alf.algorithms.config import TrainerConfig
+from alf.algorithms.data_transformer import create_data_transformer
+from alf.environments.utils import create_environment
+from alf.trainers.evaluator import Evaluator
+from alf.utils import device as device_utils
+from alf.utils import seeding
+from alf.utils.checkpoint_utils import Checkpointer
+from alf.utils.schedulers import update_progress
+
+_CKPT_VERSION = 1
+
+
+class PolicyTrainer:
+    """Trains ``config.algorithm_ctor`` on environments from ``create_environment``.
+
+    Args:
+        config: the ``TrainerConfig``; ``config.root_dir`` must be set.
+    """
+
+    def __init__(self, config: TrainerConfig):
+        if not config.root_dir:
+            raise ValueError("TrainerConfig.root_dir must be set")
+        if config.algorithm_ctor is None:
+            raise ValueError("TrainerConfig.algorithm_ctor must be set")
+        self._config = config
+        self._root_dir = os.path.abspath(os.path.expanduser(config.root_dir))
+        self._seed = seeding.set_random_seed(config.random_seed)
+        config.random_seed = self._seed
+        if config.num_threads > 0:
+            torch.set_num_threads(config.num_threads)
+        self._device = device_utils.set_device(config.device)
+        self._env = create_environment(seed=self._seed)
+        self._eval_env = self._create_eval_env() if config.evaluate else None
+        self._algorithm = self._create_algorithm()
+        self._checkpointer = Checkpointer(
+            os.path.join(self._root_dir, "train", "algorithm"), keep=config.keep_checkpoints
+        )
+        self._evaluator = None
+        if self._eval_env is not None:
+            self._evaluator = Evaluator(
+                self._algorithm,
+                self._eval_env,
+                config.num_eval_episodes,
+                seed=seeding.derived_seed(self._seed, 999),
+            )
+        self._iteration = 0
+        self._env_steps = 0
+        self._best_eval = -math.inf
+        self._last_progress = 0.0
+        self._catcher = None
+        self._writers = {}
+
+    @property
+    def algorithm(self):
+        return self._algorithm
+
+    @property
+    def iteration(self) -> int:
+        return self._iteration
+
+    @property
+    def env_steps(self) -> int:
+        return self._env_steps
+
+    # -- construction ----------------------------------------------------------
+
+    def _create_eval_env(self):
+        """ALF's eval-env rule: in the main process unless ``no_thread_env_for_conf``."""
+        cfg = self._config
+        return create_environment(
+            num_parallel_environments=cfg.num_eval_environments,
+            nonparallel=not cfg.no_thread_env_for_conf,
+            seed=seeding.derived_seed(self._seed, 999),
+        )
+
+    def _create_algorithm(self):
+        cfg = self._config
+        env = self._env
+        transformer = create_data_transformer(cfg.data_transformer_ctor, env.observation_spec())
+        cfg.data_transformer = transformer
+        algorithm = cfg.algorithm_ctor(
+            observation_spec=transformer.transformed_observation_spec,
+            action_spec=env.action_spec(),
+            reward_spec=env.reward_spec(),
+            env=env,
+            config=cfg,
+        )
+        return algorithm.to(self._device)
+
+    # -- checkpoints -------------------------------------------------------------
+
+    def _checkpoint_state(self) -> dict:
+        return {
+            "version": _CKPT_VERSION,
+            "iteration": self._iteration,
+            "env_steps": self._env_steps,
+            "best_eval": self._best_eval,
+            "random_seed": self._seed,
+            "algorithm": self._algorithm.state_dict(),
+            "metrics": self._algorithm.metrics.state_dict(),
+            "rng": seeding.get_rng_state(),
+        }
+
+    def _save_checkpoint(self) -> None:
+        start = time.time()
+        path = self._checkpointer.save(self._iteration, self._checkpoint_state())
+        self._restart_environments()
+        logging.info("Checkpoint %s written in %.2fs", path, time.time() - start)
+
+    def _restart_environments(self) -> None:
+        """Reseed and restart the training envs (see 'Exact resume' in the module doc)."""
+        self._algorithm.restart_environment(seeding.derived_seed(self._seed, self._iteration))
+
+    def _restore(self) -> bool:
+        """Load the newest valid checkpoint if there is one; return whether one was loaded."""
+        state = self._checkpointer.load(map_location=self._device)
+        if state is None:
+            return False
+        if state.get("version") != _CKPT_VERSION:
+            raise ValueError(
+                f"Checkpoint in {self._checkpointer.directory} has version "
+                f"{state.get('version')}, expected {_CKPT_VERSION}"
+            )
+        self._algorithm.load_state_dict(state["algorithm"])
+        self._algorithm.metrics.load_state_dict(state["metrics"])
+        self._iteration = int(state["iteration"])
+        self._env_steps = int(state["env_steps"])
+        self._best_eval = float(state["best_eval"])
+        seeding.set_rng_state(state["rng"])
+        self._last_progress = self._progress()
+        self._restart_environments()
+        logging.info("Resumed from iteration %d (%d env steps)", self._iteration, self._env_steps)
+        return True
+
+    # -- loop --------------------------------------------------------------------
+
+    def train(self) -> None:
+        """Run training to the end (or to SIGTERM/SIGINT), then close the environments."""
+        try:
+            self._open_writers()
+            self._restore()
+            with _SignalCatcher() as catcher:
+                self._catcher = catcher
+                self._train()
+        finally:
+            self.close()
+
+    def _open_writers(self) -> None:
+        cfg = self._config
+        for name in ("train", "eval"):
+            self._writers[name] = SummaryWriter(
+                os.path.join(self._root_dir, name), flush_secs=cfg.summaries_flush_secs
+            )
+        alf.summary.set_default_writer(self._writers["train"])
+
+    def _done(self) -> bool:
+        cfg = self._config
+        if cfg.num_iterations > 0 and self._iteration >= cfg.num_iterations:
+            return True
+        return cfg.num_env_steps > 0 and self._env_steps >= cfg.num_env_steps
+
+    def _progress(self) -> float:
+        cfg = self._config
+        fractions = []
+        if cfg.num_iterations > 0:
+            fractions.append(self._iteration / cfg.num_iterations)
+        if cfg.num_env_steps > 0:
+            fractions.append(self._env_steps / cfg.num_env_steps)
+        return max(fractions)
+
+    def _train(self) -> None:
+        cfg = self._config
+        progress_bar = _ProgressBar(enabled=cfg.progress_bar and sys.stdout.isatty())
+        start_time = time.time()
+        start_steps = self._env_steps
+        while not self._done():
+            update_progress(self._iteration, self._env_steps, self._progress())
+            record = self._iteration % cfg.summary_interval == 0
+            alf.summary.set_global_counter(self._iteration)
+            iter_start = time.time()
+            with alf.summary.record_if(record):
+                steps = self._algorithm.train_iter()
+            iter_time = time.time() - iter_start
+            self._iteration += 1
+            self._env_steps += steps
+            if record:
+                self._summarize_train(steps / max(iter_time, 1e-9), iter_time)
+            self._maybe_evaluate()
+            self._maybe_checkpoint()
+            rate = (self._env_steps - start_steps) / max(time.time() - start_time, 1e-9)
+            progress_bar.update(self._progress(), self._iteration, self._env_steps, rate,
+                                self._algorithm.metrics.average_return)
+            if self._catcher.caught is not None:
+                logging.warning("Received %s: saving a checkpoint and stopping",
+                                self._catcher.caught)
+                break
+        progress_bar.close()
+        self._save_checkpoint()
+
+    def _maybe_checkpoint(self) -> None:
+        cfg = self._config
+        if cfg.checkpoint_interval > 0:
+            due = self._iteration % cfg.checkpoint_interval == 0
+        else:
+            num = max(cfg.num_checkpoints, 1)
+            done = self._progress()
+            due = math.floor(done * num) > math.floor(self._last_progress * num)
+            self._last_progress = done
+        if due and not self._done():
+            self._save_checkpoint()
+
+    def _maybe_evaluate(self) -> None:
+        cfg = self._config
+        if self._evaluator is None:
+            return
+        if self._iteration % cfg.eval_interval != 0 and not self._done():
+            return
+        start = time.time()
+        metrics = self._evaluator.evaluate()
+        self._write_metrics("eval", metrics.results())
+        self._writers["eval"].add_scalar("time/eval", time.time() - start, self._iteration)
+        average = float(torch.as_tensor(metrics.average_return).float().mean())
+        logging.info("Iteration %d: eval AverageReturn %.3f over %d episodes", self._iteration,
+                     average, metrics.num_episodes)
+        if cfg.save_checkpoint_for_best_eval and average > self._best_eval:
+            self._best_eval = average
+            self._checkpointer.save_best(self._checkpoint_state(), average)
+
+    # -- summaries ---------------------------------------------------------------
+
+    def _write_metrics(self, which: str, results: dict) -> None:
+        writer = self._writers[which]
+        for name, value in results.items():
+            value = float(torch.as_tensor(value).float().mean())
+            writer.add_scalar(f"Metrics/{name}", value, self._iteration)
+            writer.add_scalar(f"Metrics_vs_EnvironmentSteps/{name}", value, self._env_steps)
+
+    def _summarize_train(self, steps_per_sec: float, iter_time: float) -> None:
+        writer = self._writers["train"]
+        results = self._algorithm.metrics.results()
+        results["EnvironmentSteps"] = self._env_steps
+        self._write_metrics("train", results)
+        writer.add_scalar("time/train_iter", iter_time, self._iteration)
+        writer.add_scalar("time/env_steps_per_sec", steps_per_sec, self._iteration)
+
+    # -- teardown ----------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close writers and environments (idempotent)."""
+        for writer in self._writers.values():
+            writer.close()
+        self._writers = {}
+        alf.summary.set_default_writer(None)
+        for env in (self._env, self._eval_env):
+            if env is not None:
+                env.close()
+
+
+class _SignalCatcher:
+    """Turns SIGTERM/SIGINT into a flag checked between iterations (main thread only)."""
+
+    def __init__(self):
+        self.caught = None
+        self._previous = {}
+
+    def __enter__(self):
+        if _in_main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        self.caught = signal.Signals(signum).name
+
+    def __exit__(self, *exc):
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        return False
+
+
+def _in_main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+class _ProgressBar:
+    """A one-line terminal progress bar (only when stdout is a terminal)."""
+
+    def __init__(self, enabled: bool, width: int = 30):
+        self._enabled = enabled
+        self._width = width
+        self._last = 0.0
+
+    def update(self, fraction, iteration, env_steps, rate, average_return) -> None:
+        if not self._enabled or time.time() - self._last < 0.2:
+            return
+        self._last = time.time()
+        fraction = min(max(fraction, 0.0), 1.0)
+        filled = int(fraction * self._width)
+        bar = "#" * filled + "-" * (self._width - filled)
+        avg = float(torch.as_tensor(average_return).float().mean())
+        sys.stdout.write(
+            f"\r[{bar}] {fraction * 100:5.1f}% iter {iteration} steps {env_steps} "
+            f"{rate:,.0f} steps/s return {avg:.2f}"
+        )
+        sys.stdout.flush()
+
+    def close(self) -> None:
+        if self._enabled:
+            sys.stdout.write("\n")
+            sys.stdout.flush()

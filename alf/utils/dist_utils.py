@@ -1,0 +1,377 @@
+"""Action distributions and helpers: mode, entropy, log-probability, and their parameters.
+
+The projection networks build ``torch.distributions`` objects with argument
+validation off (it costs several kernels per call on the training hot path).
+This module adds what torch lacks for RL:
+
+- ``Categorical``: torch's, with a fast Gumbel-max ``sample``;
+- ``ShiftedCategorical``: a categorical over ``[minimum, minimum + n - 1]``
+  (gymnasium ``Discrete(n, start)``);
+- ``DiagMultivariateNormal``: independent normals whose ``log_prob`` sums over
+  the action dims;
+- ``StableTanh``: a tanh bijector whose inverse is safe at the bounds;
+- ``get_mode``, ``entropy``, ``compute_entropy``, ``compute_log_probability``,
+  ``sample_action_distribution``: the same call for any (nest of) distribution;
+- ``DistributionSpec``, ``extract_spec``, ``distributions_to_params`` and
+  ``params_to_distributions``: turn distributions into tensors (to store them in a
+  replay buffer) and back.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import torch
+import torch.distributions as td
+import torch.nn.functional as F
+from torch.distributions import constraints
+
+import alf.nest as nest
+from alf.tensor_specs import TensorSpec
+
+# ----------------------------------------------------------------------------
+# distributions and transforms
+
+
+class Categorical(td.Categorical):
+    """``torch.distributions.Categorical`` with a faster ``sample`` and validation off.
+
+    ``sample`` uses the Gumbel-max trick, ``argmax(logits + G)`` with
+    ``G = -log(-log(U))``, ``U ~ U[0, 1)`` (Gumbel 1954; Maddison et al. 2014,
+    "A* Sampling"): exact, and a few element-wise kernels instead of
+    softmax + ``multinomial`` (about 4x faster for small batches on CPU).
+
+    Args:
+        logits: ``[..., n]`` unnormalized log-probabilities (or give ``probs``).
+        probs: ``[..., n]`` probabilities.
+        validate_args: torch's argument validation (off by default, for speed).
+    """
+
+    def __init__(self, logits=None, probs=None, validate_args=False):
+        super().__init__(probs=probs, logits=logits, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(type(self), _instance)
+        return super().expand(batch_shape, _instance=new)
+
+    def sample(self, sample_shape=()):
+        logits = self.logits
+        shape = torch.Size(sample_shape) + logits.shape
+        with torch.no_grad():
+            gumbel = torch.rand(shape, dtype=logits.dtype).log_().neg_().log_().neg_()
+            return (logits + gumbel).argmax(-1)
+
+    @property
+    def mode(self):
+        return self.logits.argmax(-1)
+
+
+class ShiftedCategorical(Categorical):
+    """A categorical over ``{minimum, ..., minimum + n - 1}`` instead of ``{0, ..., n - 1}``.
+
+    Args:
+        logits: ``[..., n]`` unnormalized log-probabilities (or give ``probs``).
+        probs: ``[..., n]`` probabilities.
+        minimum: the smallest value, an int or a tensor broadcastable to the batch shape.
+        validate_args: torch's argument validation (off by default, for speed).
+    """
+
+    def __init__(self, logits=None, probs=None, minimum=0, validate_args=False):
+        super().__init__(probs=probs, logits=logits, validate_args=validate_args)
+        self.minimum = minimum
+
+    @constraints.dependent_property(is_discrete=True, event_dim=0)
+    def support(self):
+        return constraints.integer_interval(self.minimum, self.minimum + self._num_events - 1)
+
+    def expand(self, batch_shape, _instance=None):
+        new = super().expand(batch_shape, _instance)
+        new.minimum = self.minimum
+        return new
+
+    def sample(self, sample_shape=()):
+        return super().sample(sample_shape) + self.minimum
+
+    def log_prob(self, value):
+        return super().log_prob(value - self.minimum)
+
+    @property
+    def mode(self):
+        return self.logits.argmax(-1) + self.minimum
+
+    def enumerate_support(self, expand=True):
+        return super().enumerate_support(expand) + self.minimum
+
+
+class DiagMultivariateNormal(td.Independent):
+    """Independent normals over the last ``event_ndims`` dims (a diagonal Gaussian).
+
+    Args:
+        loc: ``[..., *event_shape]`` means.
+        scale: standard deviations, broadcastable to ``loc``.
+        event_ndims: number of rightmost dims forming one event (1 for a vector action).
+    """
+
+    def __init__(self, loc, scale, event_ndims=1):
+        super().__init__(td.Normal(loc, scale, validate_args=False), event_ndims, False)
+
+    @property
+    def stddev(self):
+        return self.base_dist.stddev
+
+    @property
+    def mode(self):
+        return self.base_dist.loc
+
+
+class StableTanh(td.Transform):
+    """The bijector ``y = tanh(x)`` with a clamped inverse, so ``log_prob(±1)`` stays finite.
+
+    The inverse clamps ``y`` to ``±0.99999997`` (the largest value whose atanh is
+    finite in float32) and the log-Jacobian ``log(1 - tanh(x)^2)`` is computed as
+    ``2 (log 2 - x - softplus(-2x))``, which is exact and stable for large ``|x|``
+    (Haarnoja et al. 2018, "Soft Actor-Critic", appendix C).
+
+    Args:
+        cache_size: 1 caches the last ``(x, y)`` so the inverse of a fresh sample is exact.
+    """
+
+    domain = constraints.real
+    codomain = constraints.interval(-1.0, 1.0)
+    bijective = True
+    sign = +1
+
+    def __init__(self, cache_size=1):
+        super().__init__(cache_size=cache_size)
+
+    def __eq__(self, other):
+        return isinstance(other, StableTanh)
+
+    def __hash__(self):
+        return hash(StableTanh)
+
+    def with_cache(self, cache_size=1):
+        return StableTanh(cache_size)
+
+    def _call(self, x):
+        return torch.tanh(x)
+
+    def _inverse(self, y):
+        return torch.atanh(y.clamp(-0.99999997, 0.99999997))
+
+    def log_abs_det_jacobian(self, x, y):
+        return 2.0 * (math.log(2.0) - x - F.softplus(-2.0 * x))
+
+
+def affine_transform(loc, scale):
+    """A cached ``AffineTransform`` (``y = loc + scale * x``)."""
+    return td.AffineTransform(loc, scale, cache_size=1)
+
+
+# ----------------------------------------------------------------------------
+# mode, entropy, log-probability
+
+
+def get_mode(dist: td.Distribution) -> torch.Tensor:
+    """The most likely value of ``dist`` (the deterministic action).
+
+    Categorical: argmax (shifted by ``minimum``); Normal: the mean; Independent:
+    the mode of its base; TransformedDistribution: the transforms applied to the
+    base's mode (for tanh-squashed normals this is ``tanh(mean)``, not the exact
+    mode of the squashed density, as is customary).
+    """
+    if isinstance(dist, td.TransformedDistribution):
+        value = get_mode(dist.base_dist)
+        for transform in dist.transforms:
+            value = transform(value)
+        return value
+    if isinstance(dist, td.Independent):
+        return get_mode(dist.base_dist)
+    if isinstance(dist, Categorical):
+        return dist.mode
+    if isinstance(dist, td.Categorical):
+        return dist.logits.argmax(-1)
+    if isinstance(dist, td.Normal):
+        return dist.loc
+    return dist.mode
+
+
+def _sum_rightmost(value: torch.Tensor, ndims: int) -> torch.Tensor:
+    return value.sum(tuple(range(-ndims, 0))) if ndims > 0 else value
+
+
+def _transformed_entropy(dist: td.TransformedDistribution) -> torch.Tensor:
+    """``H(Y) = H(X) + E[log |det dY/dX|]`` with the expectation estimated by one sample.
+
+    Lower variance than ``-log_prob(y)`` since ``H(X)`` is exact; differentiable
+    through the reparameterized sample.
+    """
+    base_entropy = entropy(dist.base_dist)
+    x = dist.base_dist.rsample()
+    event_dim = len(dist.event_shape)
+    log_det = 0.0
+    for transform in dist.transforms:
+        y = transform(x)
+        log_det = log_det + _sum_rightmost(
+            transform.log_abs_det_jacobian(x, y), event_dim - transform.domain.event_dim
+        )
+        x = y
+    return base_entropy + log_det
+
+
+def entropy(dist: td.Distribution) -> torch.Tensor:
+    """The entropy of ``dist`` (batch-shaped): closed form when torch has one.
+
+    A TransformedDistribution (e.g. tanh-squashed) has no closed form; it gets the
+    one-sample estimate of ``_transformed_entropy``.
+    """
+    if isinstance(dist, td.TransformedDistribution):
+        return _transformed_entropy(dist)
+    if isinstance(dist, td.Independent):
+        return _sum_rightmost(entropy(dist.base_dist), dist.reinterpreted_batch_ndims)
+    return dist.entropy()
+
+
+def compute_entropy(distributions) -> torch.Tensor:
+    """Sum of ``entropy`` over a nest of distributions (batch-shaped)."""
+    if isinstance(distributions, td.Distribution):
+        return entropy(distributions)
+    return sum(entropy(d) for d in nest.flatten(distributions))
+
+
+def compute_log_probability(distributions, actions) -> torch.Tensor:
+    """Sum of ``log_prob(action)`` over a nest of distributions and the same nest of actions.
+
+    Each distribution's ``log_prob`` already sums over its event (action) dims, so
+    the result is batch-shaped, e.g. ``[B]``.
+    """
+    if isinstance(distributions, td.Distribution):
+        return distributions.log_prob(actions)
+    nest.assert_same_structure(distributions, actions)
+    return sum(d.log_prob(a) for d, a in zip(nest.flatten(distributions), nest.flatten(actions)))
+
+
+def sample_action_distribution(distributions, reparameterize=False):
+    """Sample a nest of distributions (``rsample`` where possible if ``reparameterize``)."""
+
+    def _sample(dist):
+        if reparameterize and dist.has_rsample:
+            return dist.rsample()
+        return dist.sample()
+
+    if isinstance(distributions, td.Distribution):
+        return _sample(distributions)
+    return nest.map_structure(_sample, distributions)
+
+
+# ----------------------------------------------------------------------------
+# distribution <-> parameters
+
+
+def _build_independent(base_builder, reinterpreted_batch_ndims, **params):
+    return td.Independent(base_builder(**params), reinterpreted_batch_ndims, False)
+
+
+def _build_transformed(base_builder, transforms, **params):
+    return td.TransformedDistribution(base_builder(**params), transforms, validate_args=False)
+
+
+def _build_categorical(logits):
+    return td.Categorical(logits=logits, validate_args=False)
+
+
+def _build_normal(loc, scale):
+    return td.Normal(loc, scale, validate_args=False)
+
+
+def _get_builder(dist: td.Distribution):
+    """``(builder, params)`` with ``builder(**params)`` rebuilding ``dist``."""
+    if type(dist) is ShiftedCategorical:
+        return functools.partial(ShiftedCategorical, minimum=dist.minimum), {"logits": dist.logits}
+    if type(dist) is Categorical:
+        return Categorical, {"logits": dist.logits}
+    if type(dist) is td.Categorical:
+        return _build_categorical, {"logits": dist.logits}
+    if type(dist) is td.Normal:
+        return _build_normal, {"loc": dist.loc, "scale": dist.scale}
+    if type(dist) is DiagMultivariateNormal:
+        builder = functools.partial(DiagMultivariateNormal, event_ndims=len(dist.event_shape))
+        return builder, {"loc": dist.base_dist.loc, "scale": dist.base_dist.scale}
+    if type(dist) is td.Independent:
+        builder, params = _get_builder(dist.base_dist)
+        return functools.partial(
+            _build_independent, builder, dist.reinterpreted_batch_ndims
+        ), params
+    if isinstance(dist, td.TransformedDistribution):
+        builder, params = _get_builder(dist.base_dist)
+        return functools.partial(_build_transformed, builder, dist.transforms), params
+    raise ValueError(f"Unsupported distribution type {type(dist).__name__}")
+
+
+def extract_distribution_parameters(dist: td.Distribution) -> dict:
+    """The tensors that define ``dist`` (e.g. ``{'loc': ..., 'scale': ...}``)."""
+    return _get_builder(dist)[1]
+
+
+class DistributionSpec:
+    """What is needed to rebuild a distribution from its parameter tensors.
+
+    Args:
+        builder: ``builder(**params)`` returns the distribution.
+        input_params_spec: dict of ``TensorSpec`` of the parameters (no batch dims).
+    """
+
+    def __init__(self, builder, input_params_spec: dict):
+        self.builder = builder
+        self.input_params_spec = input_params_spec
+
+    def build_distribution(self, input_params: dict) -> td.Distribution:
+        return self.builder(**input_params)
+
+    @classmethod
+    def from_distribution(cls, dist: td.Distribution, from_dim: int = 0) -> DistributionSpec:
+        """The spec of ``dist``, ignoring its first ``from_dim`` (batch) dims."""
+        builder, params = _get_builder(dist)
+        spec = {k: TensorSpec.from_tensor(v, from_dim) for k, v in params.items()}
+        return cls(builder, spec)
+
+    def __repr__(self):
+        return f"DistributionSpec({self.input_params_spec})"
+
+
+def extract_spec(nests, from_dim: int = 1):
+    """``TensorSpec`` / ``DistributionSpec`` of every tensor / distribution in a nest."""
+
+    def _spec(x):
+        if isinstance(x, torch.Tensor):
+            return TensorSpec.from_tensor(x, from_dim)
+        if isinstance(x, td.Distribution):
+            return DistributionSpec.from_distribution(x, from_dim)
+        raise ValueError(f"Cannot extract a spec from {type(x).__name__}")
+
+    return nest.map_structure(_spec, nests)
+
+
+def distributions_to_params(nests):
+    """Replace every distribution in a nest by the dict of its parameter tensors."""
+
+    def _to_params(x):
+        return extract_distribution_parameters(x) if isinstance(x, td.Distribution) else x
+
+    return nest.map_structure(_to_params, nests)
+
+
+def params_to_distributions(nests, nest_spec):
+    """Inverse of ``distributions_to_params``, guided by the spec from ``extract_spec``."""
+    if isinstance(nest_spec, DistributionSpec):
+        return nest_spec.build_distribution(nests)
+    if isinstance(nest_spec, dict):
+        return type(nest_spec)(
+            (k, params_to_distributions(nests[k], s)) for k, s in nest_spec.items()
+        )
+    if nest.is_namedtuple(nest_spec):
+        return type(nest_spec)(*(params_to_distributions(n, s) for n, s in zip(nests, nest_spec)))
+    if isinstance(nest_spec, (list, tuple)):
+        return type(nest_spec)(params_to_distributions(n, s) for n, s in zip(nests, nest_spec))
+    return nests

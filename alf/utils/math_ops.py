@@ -1,0 +1,136 @@
+"""Small math helpers on tensors: activations, masked reductions, norms, summary statistics."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import torch
+
+
+def identity(x):
+    """Return ``x`` unchanged (the "no activation" activation)."""
+    return x
+
+
+def clipped_exp(x, clip_value_min=-20.0, clip_value_max=2.0):
+    """``exp(clamp(x))``: a std transform that can neither vanish nor explode."""
+    return torch.exp(torch.clamp(x, clip_value_min, clip_value_max))
+
+
+def add_ignore_empty(x, y):
+    """``x + y``, where an empty nest ``()`` (or None) acts as zero.
+
+    Useful to sum optional loss terms: ``add_ignore_empty((), loss) is loss``.
+    """
+    if x is None or (isinstance(x, tuple) and x == ()):
+        return y
+    if y is None or (isinstance(y, tuple) and y == ()):
+        return x
+    return x + y
+
+
+def sum_to_leftmost(value: torch.Tensor, dim: int) -> torch.Tensor:
+    """Sum out every dim of ``value`` beyond its first ``dim`` dims.
+
+    E.g. ``sum_to_leftmost(x, 2)`` turns ``[T, B, A]`` into ``[T, B]``.
+    """
+    if value.ndim <= dim:
+        return value
+    return value.sum(dim=tuple(range(dim, value.ndim)))
+
+
+def masked_sum(x: torch.Tensor, mask: torch.Tensor | None, dim=None) -> torch.Tensor:
+    """Sum of ``x`` where ``mask`` is true (``mask`` broadcasts against ``x``)."""
+    if mask is None:
+        return x.sum() if dim is None else x.sum(dim)
+    x = x * mask.to(x.dtype)
+    return x.sum() if dim is None else x.sum(dim)
+
+
+def masked_mean(x: torch.Tensor, mask: torch.Tensor | None, dim=None) -> torch.Tensor:
+    """Mean of ``x`` over the entries where ``mask`` is true; 0 if none is.
+
+    Args:
+        x: any shape.
+        mask: bool or 0/1 tensor broadcastable to ``x``, or None for a plain mean.
+        dim: dim(s) to reduce; all when None.
+
+    Returns:
+        The masked mean, reduced over ``dim``.
+    """
+    if mask is None:
+        return x.mean() if dim is None else x.mean(dim)
+    mask = mask.to(x.dtype).expand_as(x)
+    count = mask.sum() if dim is None else mask.sum(dim)
+    return masked_sum(x, mask, dim) / count.clamp(min=1.0)
+
+
+def explained_variance(
+    ypred: torch.Tensor, y: torch.Tensor, valid_mask: torch.Tensor | None = None
+) -> torch.Tensor:
+    """``1 - Var[y - ypred] / Var[y]``: how much of the variance of ``y`` ``ypred`` explains.
+
+    1 is a perfect prediction, 0 is no better than predicting the mean of ``y``,
+    negative is worse. Returns 0 when ``Var[y] == 0`` (nothing to explain).
+
+    Args:
+        ypred: predictions, any shape.
+        y: targets, same shape.
+        valid_mask: optional bool / 0-1 tensor of the same shape; only valid
+            entries count.
+
+    Returns:
+        A scalar tensor (no gradient).
+    """
+    with torch.no_grad():
+        var_y = _masked_variance(y, valid_mask)
+        var_err = _masked_variance(y - ypred, valid_mask)
+        ratio = 1.0 - var_err / torch.where(var_y == 0, torch.ones_like(var_y), var_y)
+        return torch.where(var_y == 0, torch.zeros_like(var_y), ratio)
+
+
+def _masked_variance(x: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    mean = masked_mean(x, mask)
+    return masked_mean((x - mean) ** 2, mask)
+
+
+def global_norm(tensors: Iterable[torch.Tensor]) -> torch.Tensor:
+    """The L2 norm of all ``tensors`` taken together (``None`` entries are skipped)."""
+    tensors = [t for t in tensors if t is not None]
+    if not tensors:
+        return torch.zeros(())
+    norms = torch._foreach_norm(tensors)
+    return torch.linalg.vector_norm(torch.stack(norms))
+
+
+def clip_by_global_norm(
+    tensors: Iterable[torch.Tensor],
+    clip_norm: float,
+    use_norm: torch.Tensor | None = None,
+    in_place: bool = False,
+):
+    """Scale ``tensors`` so that their global L2 norm is at most ``clip_norm``.
+
+    Each tensor is multiplied by ``clip_norm / max(global_norm, clip_norm)``
+    (Pascanu et al. 2013, "On the difficulty of training recurrent neural networks").
+
+    Args:
+        tensors: tensors (e.g. gradients); ``None`` entries are kept as None.
+        clip_norm: the maximum global norm (> 0).
+        use_norm: a precomputed global norm, computed when None.
+        in_place: scale the tensors in place (e.g. ``[p.grad for p in params]``)
+            instead of returning new ones.
+
+    Returns:
+        ``(clipped_tensors, global_norm)`` where ``global_norm`` is the norm
+        before clipping (a scalar tensor, for summaries).
+    """
+    tensors = list(tensors)
+    present = [t for t in tensors if t is not None]
+    norm = global_norm(present) if use_norm is None else use_norm
+    scale = (clip_norm / torch.clamp(norm, min=clip_norm)).to(present[0].dtype) if present else 1
+    if in_place:
+        if present:
+            torch._foreach_mul_(present, scale)
+        return tensors, norm
+    return [None if t is None else t * scale for t in tensors], norm
