@@ -96,11 +96,13 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
     ):
         if reward_spec.shape != ():
             raise ValueError(f"{name} needs a scalar reward, got reward_spec {reward_spec}")
-        actor_network = actor_network_ctor(input_tensor_spec=observation_spec,
-                                           action_spec=action_spec)
+        actor_network = actor_network_ctor(
+            input_tensor_spec=observation_spec, action_spec=action_spec
+        )
         value_network = value_network_ctor(input_tensor_spec=observation_spec)
-        state_spec = ActorCriticState(actor=actor_network.state_spec,
-                                      value=value_network.state_spec)
+        state_spec = ActorCriticState(
+            actor=actor_network.state_spec, value=value_network.state_spec
+        )
         super().__init__(
             observation_spec=observation_spec,
             action_spec=action_spec,
@@ -146,7 +148,9 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
             explore = torch.rand(batch_size, device=inputs.step_type.device) < self._epsilon_greedy
             action = nest.map_structure(
                 lambda a, s: torch.where(explore.reshape((-1,) + (1,) * (a.ndim - 1)), s, a),
-                action, sample)
+                action,
+                sample,
+            )
         return AlgStep(output=action, state=ActorCriticState(actor=actor_state))
 
     def rollout_step(self, inputs: TimeStep, state) -> AlgStep:
@@ -177,8 +181,9 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
             advantages=rollout_info.advantages,
             returns=rollout_info.returns,
         )
-        return AlgStep(output=(), state=ActorCriticState(actor=actor_state, value=value_state),
-                       info=info)
+        return AlgStep(
+            output=(), state=ActorCriticState(actor=actor_state, value=value_state), info=info
+        )
 
     def calc_loss(self, info: ActorCriticInfo):
         return self._loss(info)

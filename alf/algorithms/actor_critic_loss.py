@@ -48,8 +48,9 @@ def pad_last_row(x: torch.Tensor) -> torch.Tensor:
     return torch.cat([x, torch.zeros_like(x[:1])], dim=0)
 
 
-def normalize_advantages(advantages: torch.Tensor, valid: torch.Tensor,
-                         eps: float = 1e-8) -> torch.Tensor:
+def normalize_advantages(
+    advantages: torch.Tensor, valid: torch.Tensor, eps: float = 1e-8
+) -> torch.Tensor:
     """Zero mean, unit std over the ``valid`` entries (others are left at 0)."""
     mask = valid.to(advantages.dtype)
     count = mask.sum().clamp(min=1.0)
@@ -152,6 +153,7 @@ class ActorCriticLoss:
             loss = loss + self._entropy_regularization * neg_entropy
         return LossInfo(
             loss=loss,
-            extra=ActorCriticLossInfo(pg_loss=pg_loss.detach(), td_loss=td_loss.detach(),
-                                      neg_entropy=neg_entropy.detach()),
+            extra=ActorCriticLossInfo(
+                pg_loss=pg_loss.detach(), td_loss=td_loss.detach(), neg_entropy=neg_entropy.detach()
+            ),
         )

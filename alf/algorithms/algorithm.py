@@ -121,7 +121,9 @@ class Algorithm(nn.Module):
             if alg._default_optimizer is not None:
                 params = _unclaimed(list(alg.parameters()), claimed)
                 assignments.append((alg._default_optimizer, params))
-        orphans = [n for n, p in self.named_parameters() if p.requires_grad and id(p) not in claimed]
+        orphans = [
+            n for n, p in self.named_parameters() if p.requires_grad and id(p) not in claimed
+        ]
         if orphans:
             logging.warning("%s: parameters without an optimizer: %s", self._name, orphans)
         return [(spec, params) for spec, params in assignments if params]

@@ -130,4 +130,6 @@ class TrainerConfig:
                 "TrainerConfig needs a stopping rule: num_iterations > 0 or num_env_steps > 0"
             )
         if not 0.0 <= self.epsilon_greedy <= 1.0:
-            raise ValueError(f"TrainerConfig.epsilon_greedy must be in [0, 1]: {self.epsilon_greedy}")
+            raise ValueError(
+                f"TrainerConfig.epsilon_greedy must be in [0, 1]: {self.epsilon_greedy}"
+            )

@@ -27,7 +27,7 @@ from alf.algorithms.rl_algorithm import RLAlgorithm
 from alf.data_structures import Experience
 from alf.experience_replayers.replay_buffer import ReplayBuffer
 from alf.tensor_specs import TensorSpec
-from alf.utils.device import to_device
+from alf.utils.device import get_device, to_device
 
 
 class OffPolicyAlgorithm(RLAlgorithm):
@@ -104,13 +104,15 @@ class OffPolicyAlgorithm(RLAlgorithm):
 
     def _train_on_whole_buffer(self) -> None:
         cfg = self._config
-        experience = nest.map_structure(lambda x: x.transpose(0, 1),
-                                        self._replay_buffer.gather_all())
+        experience = nest.map_structure(
+            lambda x: x.transpose(0, 1), self._replay_buffer.gather_all()
+        )
         if self._uses_bootstrap_row():
             bootstrap = self.bootstrap_experience(raw=True)
             bootstrap = nest.map_structure(lambda x: x.cpu().unsqueeze(0), bootstrap)
-            experience = nest.map_structure(lambda x, y: torch.cat([x, y]), experience,
-                                            _cast_like(bootstrap, experience))
+            experience = nest.map_structure(
+                lambda x, y: torch.cat([x, y]), experience, _cast_like(bootstrap, experience)
+            )
             experience = self._prepare(experience)
             experience = nest.map_structure(lambda x: x[:-1], experience)
         else:
@@ -121,8 +123,10 @@ class OffPolicyAlgorithm(RLAlgorithm):
         for _ in range(cfg.num_updates_per_train_iter):
             perm = torch.randperm(num_sequences)
             for start in range(0, num_sequences, mini_batch_size):
-                index = perm[start:start + mini_batch_size]
-                self.update_from_experience(nest.map_structure(lambda x: x[:, index], sequences))
+                index = perm[start : start + mini_batch_size]
+                self.update_from_experience(
+                    nest.map_structure(lambda x, i=index: x[:, i], sequences)
+                )
                 if self.stop_training_epochs():
                     break
             if self.stop_training_epochs():
@@ -139,7 +143,7 @@ class OffPolicyAlgorithm(RLAlgorithm):
         experience = experience._replace(batch_info=batch_info)
         for i in range(cfg.num_updates_per_train_iter):
             part = nest.map_structure(
-                lambda x, i=i: x[:, i * mini_batch_size:(i + 1) * mini_batch_size],
+                lambda x, i=i: x[:, i * mini_batch_size : (i + 1) * mini_batch_size],
                 experience._replace(batch_info=()),
             )
             part = self._prepare(part)
@@ -150,6 +154,9 @@ class OffPolicyAlgorithm(RLAlgorithm):
 
 
 def _to_cpu(value):
+    """Detached CPU copies of the tensors of ``value`` (as is when already on the CPU)."""
+    if get_device().type == "cpu":
+        return value  # rollout runs under no_grad, so nothing to detach
     return nest.map_structure(lambda x: x.detach().cpu(), value)
 
 

@@ -26,8 +26,9 @@ class OnPolicyAlgorithm(RLAlgorithm):
         experience = nest.stack_nests(experiences)
         experience = self.preprocess_experience(experience)
         num_rows, batch_size = experience.time_step.step_type.shape[:2]
-        valid = torch.ones(num_rows, batch_size, dtype=torch.bool,
-                           device=experience.time_step.step_type.device)
+        valid = torch.ones(
+            num_rows, batch_size, dtype=torch.bool, device=experience.time_step.step_type.device
+        )
         valid[-1] = False
         self.update_from_experience(experience, valid)
         self.after_train_iter(experience)

@@ -103,9 +103,9 @@ class PPOAlgorithm(ActorCriticAlgorithm, OffPolicyAlgorithm):
     def update_from_experience(self, experience, valid_masks=None) -> LossInfo:
         loss_info = super().update_from_experience(experience, valid_masks)
         self._num_updates_this_iter += 1
-        if self._target_kl is not None:
-            if float(loss_info.extra.approx_kl) > 1.5 * self._target_kl:
-                self._stop_epochs = True
+        kl = loss_info.extra.approx_kl
+        if self._target_kl is not None and float(kl) > 1.5 * self._target_kl:
+            self._stop_epochs = True
         return loss_info
 
     def stop_training_epochs(self) -> bool:
@@ -115,5 +115,4 @@ class PPOAlgorithm(ActorCriticAlgorithm, OffPolicyAlgorithm):
         if alf.summary.should_record_summaries():
             alf.summary.scalar("ppo/num_updates", self._num_updates_this_iter)
             alf.summary.scalar("ppo/early_stopped", float(self._stop_epochs))
-            alf.summary.scalar("ppo/advantage_std",
-                               torch.std(experience.rollout_info.advantages))
+            alf.summary.scalar("ppo/advantage_std", torch.std(experience.rollout_info.advantages))

@@ -27,9 +27,11 @@ from typing import NamedTuple
 import torch
 
 import alf
+import alf.summary
 from alf.algorithms.actor_critic_loss import ActorCriticLoss, element_wise_squared_loss
 from alf.data_structures import LossInfo, StepType
 from alf.utils.math_ops import explained_variance
+from alf.utils.schedulers import as_scheduler
 
 
 class PPOLossInfo(NamedTuple):
@@ -61,7 +63,7 @@ class PPOLoss(ActorCriticLoss):
         entropy_regularization: entropy bonus coefficient.
         td_loss_weight: value loss coefficient (SB3's ``vf_coef``).
         importance_ratio_clipping: ε of the clipped ratio (SB3's ``clip_range``);
-            a float or a scheduler.
+            a float, a scheduler, or ``[(progress, value), ...]`` (linear).
         value_clipping: clip the value change to ``[-c, c]`` around the rollout
             value (SB3's ``clip_range_vf``); None: no clipping.
         debug_summaries: extra summaries.
@@ -95,12 +97,11 @@ class PPOLoss(ActorCriticLoss):
             debug_summaries=debug_summaries,
             name=name,
         )
-        self._ratio_clip = importance_ratio_clipping
+        self._ratio_clip = as_scheduler(importance_ratio_clipping)
         self._value_clipping = value_clipping
 
     def _clip_range(self) -> float:
-        clip = self._ratio_clip
-        return float(clip()) if callable(clip) else float(clip)
+        return float(self._ratio_clip())
 
     def _value_loss(self, info) -> torch.Tensor:
         loss = self._td_error_loss_fn(info.returns, info.value)
@@ -117,8 +118,9 @@ class PPOLoss(ActorCriticLoss):
         log_ratio = info.log_prob - info.rollout_log_prob
         ratio = torch.exp(log_ratio)
         eps = self._clip_range()
-        pg_loss = torch.maximum(-advantages * ratio,
-                                -advantages * ratio.clamp(1.0 - eps, 1.0 + eps))
+        pg_loss = torch.maximum(
+            -advantages * ratio, -advantages * ratio.clamp(1.0 - eps, 1.0 + eps)
+        )
         td_loss = self._value_loss(info)
         neg_entropy = -info.entropy
         loss = pg_loss + self._td_loss_weight * td_loss
@@ -126,14 +128,15 @@ class PPOLoss(ActorCriticLoss):
             loss = loss + self._entropy_regularization * neg_entropy
         with torch.no_grad():
             approx_kl = _masked_mean((ratio - 1.0) - log_ratio, valid)
-            clip_fraction = _masked_mean(((ratio - 1.0).abs() > eps).float(), valid)
-            ev = explained_variance(info.value.detach(), info.returns, valid)
-        extra = PPOLossInfo(
-            pg_loss=_masked_mean(pg_loss.detach(), valid),
-            td_loss=_masked_mean(td_loss.detach(), valid),
-            neg_entropy=_masked_mean(neg_entropy.detach(), valid),
-            approx_kl=approx_kl,
-            clip_fraction=clip_fraction,
-            explained_variance=ev,
-        )
+            if alf.summary.should_record_summaries():
+                extra = PPOLossInfo(
+                    pg_loss=_masked_mean(pg_loss, valid),
+                    td_loss=_masked_mean(td_loss, valid),
+                    neg_entropy=_masked_mean(neg_entropy, valid),
+                    approx_kl=approx_kl,
+                    clip_fraction=_masked_mean(((ratio - 1.0).abs() > eps).float(), valid),
+                    explained_variance=explained_variance(info.value, info.returns, valid),
+                )
+            else:  # the diagnostics cost time on every minibatch; only approx_kl is used
+                extra = PPOLossInfo(approx_kl=approx_kl)
         return LossInfo(loss=loss, extra=extra)

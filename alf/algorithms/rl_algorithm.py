@@ -124,9 +124,16 @@ class RLAlgorithm(Algorithm):
         return self._env
 
     def is_stateful(self, which: str = "rollout") -> bool:
-        spec = {"rollout": self._rollout_state_spec, "train": self._train_state_spec,
-                "predict": self._predict_state_spec}[which]
-        return bool(nest.flatten(spec))
+        """Whether the ``'rollout'``, ``'train'`` or ``'predict'`` state is non-empty."""
+        cache = self.__dict__.setdefault("_stateful_cache", {})
+        if which not in cache:
+            spec = {
+                "rollout": self._rollout_state_spec,
+                "train": self._train_state_spec,
+                "predict": self._predict_state_spec,
+            }[which]
+            cache[which] = bool(nest.flatten(spec))
+        return cache[which]
 
     # -- the three steps -----------------------------------------------------
 
@@ -278,20 +285,23 @@ class RLAlgorithm(Algorithm):
     def _train_steps_flat(self, experience: Experience):
         first = nest.flatten(experience.time_step)[0]
         num_steps, batch_size = first.shape[:2]
-        flat = nest.map_structure(lambda x: x.reshape(num_steps * batch_size, *x.shape[2:]),
-                                  experience)
+        flat = nest.map_structure(
+            lambda x: x.reshape(num_steps * batch_size, *x.shape[2:]), experience
+        )
         state = to_device(self.get_initial_train_state(num_steps * batch_size))
         step = self.train_step(flat.time_step, state, flat.rollout_info)
-        return nest.map_structure(lambda x: x.reshape(num_steps, batch_size, *x.shape[1:]),
-                                  step.info)
+        return nest.map_structure(
+            lambda x: x.reshape(num_steps, batch_size, *x.shape[1:]), step.info
+        )
 
     def _train_steps_sequential(self, experience: Experience):
         first = nest.flatten(experience.time_step)[0]
         num_steps, batch_size = first.shape[:2]
         initial = to_device(self.get_initial_train_state(batch_size))
         if getattr(self._config, "use_rollout_state", False):
-            state = nest.prune_nest_like(nest.map_structure(lambda x: x[0], experience.state),
-                                         initial)
+            state = nest.prune_nest_like(
+                nest.map_structure(lambda x: x[0], experience.state), initial
+            )
         else:
             state = initial
         infos = []
@@ -334,4 +344,3 @@ class RLAlgorithm(Algorithm):
 
 def _to_cpu(action):
     return nest.map_structure(lambda x: x.cpu() if x.device.type != "cpu" else x, action)
-

@@ -22,6 +22,8 @@ import sys
 
 from absl import app, flags
 
+from alf.bin import SetupError, deferred_logs, one_line
+
 flags.DEFINE_string("conf", None, "Conf file (.py or .gin).")
 flags.DEFINE_string("root_dir", None, "Directory for summaries, checkpoints and records.")
 flags.DEFINE_multi_string("conf_param", [], "'Name.arg=value' overrides.")
@@ -31,10 +33,6 @@ flags.DEFINE_integer("num_threads", None, "Torch threads for training (TrainerCo
 flags.DEFINE_bool("store_snapshot", True, "Store a snapshot of the alf source in root_dir.")
 
 FLAGS = flags.FLAGS
-
-
-class SetupError(Exception):
-    """Bad user input found before training started."""
 
 
 def _resolve_conf(root_dir: str):
@@ -48,7 +46,12 @@ def _resolve_conf(root_dir: str):
         conf, conf_params, gin_params = run_record.read_run_record(root_dir)
     except FileNotFoundError as e:
         raise SetupError(f"--conf is required: {e}") from e
-    return conf, conf_params + list(FLAGS.conf_param), gin_params + list(FLAGS.gin_param)
+    # Command-line values are immutable and the first one set wins: the new ones go first.
+    try:
+        conf_params = run_record.merge_conf_params(conf_params, FLAGS.conf_param)
+    except ValueError as e:
+        raise SetupError(one_line(e)) from e
+    return conf, conf_params, list(FLAGS.gin_param) + gin_params
 
 
 def build_trainer(root_dir: str):
@@ -71,13 +74,8 @@ def build_trainer(root_dir: str):
     except SetupError:
         raise
     except (ValueError, TypeError, FileNotFoundError, KeyError, ImportError) as e:
-        raise SetupError(_one_line(e)) from e
+        raise SetupError(one_line(e)) from e
     return trainer, conf, conf_params, gin_params
-
-
-def _one_line(error: BaseException) -> str:
-    text = str(error).strip() or type(error).__name__
-    return text.splitlines()[0]
 
 
 def main(argv) -> int:
@@ -89,7 +87,8 @@ def main(argv) -> int:
         return 2
     root_dir = os.path.abspath(os.path.expanduser(FLAGS.root_dir))
     try:
-        trainer, conf, conf_params, gin_params = build_trainer(root_dir)
+        with deferred_logs():
+            trainer, conf, conf_params, gin_params = build_trainer(root_dir)
     except SetupError as e:
         print(f"alf.bin.train: error: {e}", file=sys.stderr)
         return 2

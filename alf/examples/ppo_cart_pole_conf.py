@@ -3,7 +3,7 @@
 Hyperparameters follow the rl-baselines3-zoo settings for Stable-Baselines3 PPO
 on CartPole-v1 (8 envs, 32 steps, batch 256, 20 epochs, gamma 0.98, lambda 0.8,
 lr and clip range decaying linearly to 0), so the two can be compared directly
-(benchmarks/ppo_cart_pole.py).
+(benchmarks/ppo_cart_pole.py). ``ppo_cart_pole.gin`` is the same experiment in gin.
 """
 
 import functools
@@ -18,7 +18,6 @@ from alf.environments import utils as env_utils  # noqa: F401
 from alf.networks.actor_distribution_networks import ActorDistributionNetwork
 from alf.networks.value_networks import ValueNetwork
 from alf.optimizers import Adam
-from alf.utils.schedulers import LinearScheduler
 
 alf.config(
     "create_environment",
@@ -35,7 +34,7 @@ alf.config(
     normalize_advantages=True,
     entropy_regularization=0.0,
     td_loss_weight=0.5,
-    importance_ratio_clipping=LinearScheduler([(0, 0.2), (1, 0.0)]),
+    importance_ratio_clipping=[(0, 0.2), (1, 0.0)],  # linear decay to 0
 )
 alf.config(
     "PPOAlgorithm",
@@ -46,7 +45,7 @@ alf.config(
         ValueNetwork, fc_layer_params=hidden, activation=torch.tanh
     ),
     loss_class=PPOLoss,
-    optimizer=Adam(lr=LinearScheduler([(0, 1e-3), (1, 0.0)]), eps=1e-5, gradient_clipping=0.5),
+    optimizer=Adam(lr=[(0, 1e-3), (1, 0.0)], eps=1e-5, gradient_clipping=0.5),
 )
 alf.config(
     "TrainerConfig",

@@ -25,8 +25,14 @@ class ReplayBuffer:
         name: for messages.
     """
 
-    def __init__(self, data_spec, num_environments: int, max_length: int, device="cpu",
-                 name: str = "ReplayBuffer"):
+    def __init__(
+        self,
+        data_spec,
+        num_environments: int,
+        max_length: int,
+        device="cpu",
+        name: str = "ReplayBuffer",
+    ):
         self._data_spec = data_spec
         self._num_envs = num_environments
         self._max_length = max_length
@@ -108,8 +114,7 @@ class ReplayBuffer:
         total = int(num_starts.sum())
         if total == 0:
             raise RuntimeError(
-                f"{self._name}: no env has {batch_length} steps stored yet (sizes "
-                f"{sizes.tolist()})"
+                f"{self._name}: no env has {batch_length} steps stored yet (sizes {sizes.tolist()})"
             )
         flat = torch.randint(0, total, (batch_size,), generator=generator)
         cumulative = torch.cumsum(num_starts, 0)

@@ -19,7 +19,8 @@ class OptimizerSpec:
 
     Args:
         optimizer_cls: the torch optimizer class.
-        lr: learning rate, or a scheduler (callable returning the current lr).
+        lr: learning rate, a scheduler (callable returning the current lr), or
+            ``[(progress, lr), ...]`` for a piecewise-linear schedule over training.
         gradient_clipping: clip gradients to this global norm (None: no clipping).
         clip_by_global_norm: clip the global norm over all parameters of the
             optimizer (True) or each parameter's norm separately (False).

@@ -53,7 +53,9 @@ def _to_float(value) -> float:
 def scalar(name: str, value, step: int | None = None) -> None:
     """Write a scalar summary (a tensor is averaged) if recording."""
     if should_record_summaries():
-        _state["writer"].add_scalar(name, _to_float(value), _state["step"] if step is None else step)
+        _state["writer"].add_scalar(
+            name, _to_float(value), _state["step"] if step is None else step
+        )
 
 
 def histogram(name: str, values, step: int | None = None) -> None:

@@ -42,6 +42,33 @@ from alf.utils.schedulers import update_progress
 _CKPT_VERSION = 1
 
 
+def create_algorithm(config: TrainerConfig, env, device=None):
+    """Build ``config.algorithm_ctor`` for ``env``, as training does (``play`` reuses it).
+
+    The data transformers from ``config.data_transformer_ctor`` are built on
+    ``env``'s observation spec and stored as ``config.data_transformer`` (where the
+    algorithm finds them); the algorithm sees the transformed observation spec.
+
+    Args:
+        config: the ``TrainerConfig``.
+        env: the batched environment the algorithm acts on.
+        device: where the algorithm's parameters go (None: leave them where built).
+
+    Returns:
+        the ``RLAlgorithm``.
+    """
+    transformer = create_data_transformer(config.data_transformer_ctor, env.observation_spec())
+    config.data_transformer = transformer
+    algorithm = config.algorithm_ctor(
+        observation_spec=transformer.transformed_observation_spec,
+        action_spec=env.action_spec(),
+        reward_spec=env.reward_spec(),
+        env=env,
+        config=config,
+    )
+    return algorithm if device is None else algorithm.to(device)
+
+
 class PolicyTrainer:
     """Trains ``config.algorithm_ctor`` on environments from ``create_environment``.
 
@@ -106,18 +133,7 @@ class PolicyTrainer:
         )
 
     def _create_algorithm(self):
-        cfg = self._config
-        env = self._env
-        transformer = create_data_transformer(cfg.data_transformer_ctor, env.observation_spec())
-        cfg.data_transformer = transformer
-        algorithm = cfg.algorithm_ctor(
-            observation_spec=transformer.transformed_observation_spec,
-            action_spec=env.action_spec(),
-            reward_spec=env.reward_spec(),
-            env=env,
-            config=cfg,
-        )
-        return algorithm.to(self._device)
+        return create_algorithm(self._config, self._env, self._device)
 
     # -- checkpoints -------------------------------------------------------------
 
@@ -220,11 +236,17 @@ class PolicyTrainer:
             self._maybe_evaluate()
             self._maybe_checkpoint()
             rate = (self._env_steps - start_steps) / max(time.time() - start_time, 1e-9)
-            progress_bar.update(self._progress(), self._iteration, self._env_steps, rate,
-                                self._algorithm.metrics.average_return)
+            progress_bar.update(
+                self._progress(),
+                self._iteration,
+                self._env_steps,
+                rate,
+                self._algorithm.metrics.average_return,
+            )
             if self._catcher.caught is not None:
-                logging.warning("Received %s: saving a checkpoint and stopping",
-                                self._catcher.caught)
+                logging.warning(
+                    "Received %s: saving a checkpoint and stopping", self._catcher.caught
+                )
                 break
         progress_bar.close()
         self._save_checkpoint()
@@ -252,8 +274,12 @@ class PolicyTrainer:
         self._write_metrics("eval", metrics.results())
         self._writers["eval"].add_scalar("time/eval", time.time() - start, self._iteration)
         average = float(torch.as_tensor(metrics.average_return).float().mean())
-        logging.info("Iteration %d: eval AverageReturn %.3f over %d episodes", self._iteration,
-                     average, metrics.num_episodes)
+        logging.info(
+            "Iteration %d: eval AverageReturn %.3f over %d episodes",
+            self._iteration,
+            average,
+            metrics.num_episodes,
+        )
         if cfg.save_checkpoint_for_best_eval and average > self._best_eval:
             self._best_eval = average
             self._checkpointer.save_best(self._checkpoint_state(), average)

@@ -15,6 +15,7 @@ never silently starts from scratch.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -77,10 +78,8 @@ class Checkpointer:
 
     def _prune(self) -> None:
         for step in self.steps()[: -self._keep]:
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.remove(self.path(step))
-            except FileNotFoundError:
-                pass
 
     def load(self, step: int | None = None, map_location="cpu") -> dict | None:
         """Load checkpoint ``step`` (the newest readable one when None).

@@ -59,7 +59,8 @@ class Categorical(td.Categorical):
         logits = self.logits
         shape = torch.Size(sample_shape) + logits.shape
         with torch.no_grad():
-            gumbel = torch.rand(shape, dtype=logits.dtype).log_().neg_().log_().neg_()
+            gumbel = torch.rand(shape, dtype=logits.dtype, device=logits.device)
+            gumbel = gumbel.log_().neg_().log_().neg_()
             return (logits + gumbel).argmax(-1)
 
     @property
@@ -115,6 +116,10 @@ class DiagMultivariateNormal(td.Independent):
 
     def __init__(self, loc, scale, event_ndims=1):
         super().__init__(td.Normal(loc, scale, validate_args=False), event_ndims, False)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(DiagMultivariateNormal, _instance)
+        return super().expand(batch_shape, _instance=new)
 
     @property
     def stddev(self):

@@ -53,8 +53,17 @@ def _replace_dir(src_dir: str, dst: str, ignore=None) -> None:
 
 
 def write_run_record(root_dir: str, conf_file: str, conf_params=(), gin_params=()) -> None:
-    """Copy the loaded conf files and write ``run.json`` under ``root_dir/config_files``."""
+    """Copy the loaded conf files and write ``run.json`` under ``root_dir/config_files``.
+
+    When ``conf_file`` is the recorded copy itself (a resume without ``--conf``), the
+    copies are kept and only the parameters in ``run.json`` are updated.
+    """
     conf_dir = os.path.join(root_dir, CONFIG_DIR)
+    if os.path.exists(conf_dir) and os.path.realpath(conf_file).startswith(
+        os.path.realpath(conf_dir) + os.sep
+    ):
+        _update_run_json(conf_dir, conf_params, gin_params)
+        return
     tmp = tempfile.mkdtemp(dir=root_dir, prefix=".tmp-conf-")
     try:
         for path in config_util.get_loaded_conf_files() or [os.path.realpath(conf_file)]:
@@ -67,13 +76,33 @@ def write_run_record(root_dir: str, conf_file: str, conf_params=(), gin_params=(
         }
         with open(os.path.join(tmp, RUN_JSON), "w", encoding="utf-8") as f:
             json.dump(record, f, indent=2)
-        if os.path.exists(conf_dir) and os.path.realpath(conf_file).startswith(
-            os.path.realpath(conf_dir) + os.sep
-        ):
-            return  # resuming from the record itself: keep it as is
         _replace_dir(tmp, conf_dir)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _update_run_json(conf_dir: str, conf_params, gin_params) -> None:
+    path = os.path.join(conf_dir, RUN_JSON)
+    with open(path, encoding="utf-8") as f:
+        record = json.load(f)
+    record["conf_params"] = list(conf_params)
+    record["gin_params"] = list(gin_params)
+    _atomic_write_text(path, json.dumps(record, indent=2))
+
+
+def merge_conf_params(recorded, overrides) -> list:
+    """``overrides`` followed by the ``recorded`` ``--conf_param`` values they do not replace.
+
+    Command-line values are immutable and the first one set wins, so the new values
+    must come first; a recorded value for the same name is dropped.
+
+    Raises:
+        ValueError: a malformed value in either list.
+    """
+    overrides = list(overrides)
+    replaced = {config_util.parse_conf_param(p)[0] for p in overrides}
+    kept = [p for p in recorded if config_util.parse_conf_param(p)[0] not in replaced]
+    return overrides + kept
 
 
 def write_operative_config(root_dir: str) -> None:

@@ -84,5 +84,18 @@ class LinearScheduler:
 
 
 def as_scheduler(value):
-    """A scheduler for ``value`` (returned as is if already callable)."""
-    return value if callable(value) else ConstantScheduler(value)
+    """A scheduler for ``value``.
+
+    A callable is returned as is; a list of ``(progress, value)`` pairs becomes a
+    ``LinearScheduler`` over the training percent (so a gin file can write
+    ``Adam.lr = [(0, 1e-3), (1, 0.0)]``); anything else is a constant.
+    """
+    if callable(value):
+        return value
+    if (
+        isinstance(value, (list, tuple))
+        and value
+        and all(isinstance(p, (list, tuple)) and len(p) == 2 for p in value)
+    ):
+        return LinearScheduler(value)
+    return ConstantScheduler(value)

@@ -1,0 +1,221 @@
+"""Setting and reading config values: ``config1``, ``config``, ``define_config``,
+``get_config_value`` and ``validate_pending_configs``.
+
+Internal module: use ``alf.config_util``. A value set for a name that matches nothing yet
+is kept pending (``config_registry.PENDING``) and bound by ``apply_pending`` when its
+target appears: a configurable registers, a config is defined or a gin macro is bound.
+"""
+
+from absl import logging
+
+from alf.config_registry import (
+    DEFINED,
+    IDENTIFIER_RE,
+    MACROS,
+    PENDING,
+    REGISTRY,
+    TYPED_PREFIXES,
+    Pending,
+    Slot,
+    check_name,
+    contains_lazy,
+    find_configurable,
+    lookup_slot,
+    matches,
+    named_slot,
+    resolve,
+    unknown_configurable_error,
+    unknown_defined_error,
+)
+
+
+def assign(slot, name, value, mutable, raise_if_used):
+    """Set ``slot`` to ``value`` following the mutable / raise_if_used rules."""
+    if raise_if_used and slot.used:
+        raise ValueError(
+            f"Config '{name}' has already been used; set it before the code that uses it "
+            "runs (or pass raise_if_used=False)."
+        )
+    if slot.configured and not slot.mutable:
+        logging.info(
+            "Config '%s' is immutable with value %r; the new value %r is ignored.",
+            name,
+            slot.value,
+            value,
+        )
+        return
+    if slot.configured:
+        logging.info("Config '%s' changes from %r to %r.", name, slot.value, value)
+    slot.value = value
+    slot.configured = True
+    slot.mutable = mutable
+    slot.lazy = contains_lazy(value)
+
+
+def config1(config_name, value, mutable=True, raise_if_used=True):
+    """Set the value of one config.
+
+    Args:
+        config_name (str): ``'Name.arg'`` where ``Name`` is any unambiguous suffix of a
+            configurable's full name, or the name of a config made by ``define_config``
+            (or of a gin macro). If nothing matches yet, the value is kept pending and
+            bound when its target registers (see ``validate_pending_configs``).
+        value (Any): the value; it becomes the default of that argument.
+        mutable (bool): if False, later ``config1`` calls on this config are ignored with a
+            warning: the first immutable value wins (command-line values use this).
+        raise_if_used (bool): raise ``ValueError`` if the config has already been used.
+
+    Raises:
+        ValueError: on an invalid or ambiguous name, an unknown argument of a known
+            configurable, or a config that was already used.
+    """
+    check_name(config_name)
+    if "." not in config_name:
+        slot = named_slot(config_name)
+        if slot is None:
+            PENDING.append(Pending(config_name, value, mutable, raise_if_used))
+        else:
+            assign(slot, config_name, value, mutable, raise_if_used)
+        return
+    prefix, arg = config_name.rsplit(".", 1)
+    entry = find_configurable(prefix)
+    TYPED_PREFIXES.add(prefix)
+    if entry is None:
+        PENDING.append(Pending(config_name, value, mutable, raise_if_used))
+        return
+    assign(entry.slot(arg), f"{entry.full_name}.{arg}", value, mutable, raise_if_used)
+
+
+def config(prefix_or_dict, mutable=True, raise_if_used=True, **kwargs):
+    """Set several configs at once.
+
+    Example::
+
+        alf.config('TrainerConfig', unroll_length=32, num_iterations=100)
+        alf.config({'TrainerConfig.unroll_length': 32, 'Adam.lr': 1e-3})
+
+    Args:
+        prefix_or_dict (str|dict): a configurable name (then ``kwargs`` maps its argument
+            names to values), or a dict from config names to values.
+        mutable (bool): see ``config1``.
+        raise_if_used (bool): see ``config1``.
+        **kwargs: argument values, only when ``prefix_or_dict`` is a str.
+    """
+    if isinstance(prefix_or_dict, str):
+        items = [(f"{prefix_or_dict}.{arg}", value) for arg, value in kwargs.items()]
+    elif isinstance(prefix_or_dict, dict):
+        if kwargs:
+            raise ValueError("alf.config() takes no keyword values when given a dict.")
+        items = list(prefix_or_dict.items())
+    else:
+        raise ValueError(f"alf.config() expects a str or a dict, got {prefix_or_dict!r}.")
+    for name, value in items:
+        config1(name, value, mutable, raise_if_used)
+
+
+def apply_pending(matches_fn, slot_fn):
+    """Bind the pending values accepted by ``matches_fn(name)`` to ``slot_fn(name)``, in
+    the order they were set; the ones whose slot is None stay pending."""
+    remaining = []
+    for pending in PENDING:
+        slot = slot_fn(pending.name) if matches_fn(pending.name) else None
+        if slot is None:
+            remaining.append(pending)
+        else:
+            assign(slot, pending.name, pending.value, pending.mutable, pending.raise_if_used)
+    PENDING[:] = remaining
+
+
+def apply_pending_to(entry):
+    """Bind the pending ``'Name.arg'`` values whose ``Name`` matches ``entry``."""
+
+    def matches_entry(name):
+        return "." in name and matches(entry.full_name, name.rsplit(".", 1)[0])
+
+    apply_pending(matches_entry, lambda name: entry.slots.get(name.rsplit(".", 1)[1]))
+
+
+def apply_pending_to_name(name):
+    """Bind the pending values set for the defined config or gin macro ``name``."""
+    apply_pending(lambda pending_name: pending_name == name, lambda _: named_slot(name))
+
+
+def define_config(name, default_value):
+    """Define a conf-level variable, e.g. ``alf.define_config('num_envs', 8)``.
+
+    Its value can be changed with ``alf.config1(name, value)`` (also before it is defined,
+    e.g. from ``--conf_param 'num_envs=16'``), set by a gin binding ``num_envs = 16`` (also
+    before it is defined, e.g. from ``--gin_param``), and read with
+    ``get_config_value(name)`` or as ``%num_envs`` in a gin file.
+
+    Args:
+        name (str): a Python identifier (no dots: dotted names address configurables).
+        default_value (Any): the value if nothing else sets it.
+
+    Raises:
+        ValueError: if ``name`` is not an identifier or is already defined.
+    """
+    if not isinstance(name, str) or not IDENTIFIER_RE.fullmatch(name):
+        raise ValueError(f"define_config name {name!r} must be a Python identifier.")
+    if name in DEFINED:
+        raise ValueError(f"Config '{name}' is already defined.")
+    slot = MACROS.pop(name, None) or Slot()  # a gin macro of that name becomes this config
+    slot.set_default(default_value)
+    DEFINED[name] = slot
+    apply_pending_to_name(name)
+
+
+def get_config_value(config_name):
+    """The value of a config (configured, else default) and mark it used.
+
+    Args:
+        config_name (str): ``'Name.arg'``, a name made by ``define_config`` or a gin macro.
+
+    Returns:
+        Any: the value; gin references and macros are resolved (``@Name()`` is called).
+
+    Raises:
+        ValueError: if the config is unknown or has neither a value nor a default.
+    """
+    slot = lookup_slot(config_name)
+    if not slot.configured and not slot.has_default:
+        raise ValueError(f"Config '{config_name}' has neither a configured nor a default value.")
+    slot.used = True
+    return slot.resolved_value()
+
+
+def validate_pending_configs():
+    """Check that every configured name found its target, unambiguously.
+
+    Call it once all modules that define configurables have been imported (e.g. after the
+    conf file is loaded).
+
+    Raises:
+        ValueError: naming the first unresolved config and suggesting close valid names,
+            or naming a configurable name that has become ambiguous, or an unknown gin
+            ``@Name`` reference.
+    """
+    for pending in PENDING:
+        if "." not in pending.name:
+            raise unknown_defined_error(pending.name)
+        prefix, arg = pending.name.rsplit(".", 1)
+        entry = find_configurable(prefix)
+        if entry is None:
+            raise unknown_configurable_error(prefix)
+        entry.slot(arg)
+    for prefix in sorted(TYPED_PREFIXES):
+        find_configurable(prefix)
+    for slot in _configured_slots():
+        if slot.lazy:
+            resolve(slot.value, evaluate=False)
+
+
+def _configured_slots():
+    slots = [s for e in REGISTRY.values() for s in e.slots.values()]
+    return [s for s in slots + list(DEFINED.values()) if s.configured]
+
+
+def get_all_config_names():
+    """Sorted ``'full.Name.arg'`` of every configurable argument, plus defined configs."""
+    names = [f"{full}.{arg}" for full, entry in REGISTRY.items() for arg in entry.slots]
+    return sorted(names + list(DEFINED))
