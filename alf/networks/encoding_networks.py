@@ -80,6 +80,13 @@ def _concatenable(shape, reference, index) -> bool:
     return all(a == b for i, (a, b) in enumerate(zip(shape, reference)) if i != index)
 
 
+def _activation_ops(activation) -> list:
+    """``[activation]``, or ``[]`` for identity / None (no call on the hot path)."""
+    if activation is None or activation is math_ops.identity:
+        return []
+    return [activation]
+
+
 def _flatten_batch(x):
     return x.reshape(x.shape[0], -1)
 
@@ -175,13 +182,12 @@ class EncodingNetwork(Network):
         super().__init__(input_tensor_spec, name=name)
         self._build_preprocessing(input_preprocessors, preprocessing_combiner)
         ops, size = self._build_conv_layers(conv_layer_params, activation, kernel_initializer)
-        ops, size = self._build_fc_layers(
-            ops, size, fc_layer_params, activation, kernel_initializer, use_fc_bn
-        )
+        self._fc_layers = nn.ModuleList()
+        for layer_size in fc_layer_params or ():
+            ops += self._add_fc(size, layer_size, activation, kernel_initializer, use_fc_bn)
+            size = layer_size
         if last_layer_size is not None:
-            last_activation = last_activation or math_ops.identity
-            ops, size = self._add_fc(
-                ops,
+            ops += self._add_fc(
                 size,
                 last_layer_size,
                 last_activation,
@@ -189,13 +195,16 @@ class EncodingNetwork(Network):
                 False,
                 last_use_bias,
             )
+            size = last_layer_size
+        # The forward pass is `for op in self._ops: z = op(z)`. The modules are also
+        # registered in ModuleLists (parameters, state_dict, .to()).
         self._ops = tuple(ops)
         self._output_size = size
 
     # -- construction ------------------------------------------------------
 
     def _build_preprocessing(self, input_preprocessors, preprocessing_combiner):
-        """Set ``self._preprocess`` (None on the fast path) and ``self._processed_spec``."""
+        """Set up preprocessors and combiner; ``self._processed_spec`` is what the layers see."""
         spec = self._input_tensor_spec
         self._preprocessors = nn.ModuleList()
         if input_preprocessors is not None:
@@ -204,11 +213,10 @@ class EncodingNetwork(Network):
         combiner = None
         if nest.is_nested(spec):
             combiner = preprocessing_combiner or NestConcat()
-            spec = (
-                combiner.output_spec(spec)
-                if hasattr(combiner, "output_spec")
-                else (self._dry_run_spec(combiner, spec))
-            )
+            if hasattr(combiner, "output_spec"):
+                spec = combiner.output_spec(spec)
+            else:
+                spec = self._dry_run_spec(combiner, spec)
         elif preprocessing_combiner is not None:
             raise ValueError(
                 f"{self._name}: preprocessing_combiner is given but the (preprocessed) input "
@@ -262,38 +270,31 @@ class EncodingNetwork(Network):
             )
         self._conv_layers = nn.ModuleList()
         ops = []
-        channels, height, width = spec.shape
+        channels = spec.shape[0]
         for params in conv_layer_params:
             filters, kernel_size, strides = params[:3]
             padding = params[3] if len(params) > 3 else 0
             conv = nn.Conv2d(channels, filters, kernel_size, strides, padding)
             _init_layer(conv, kernel_initializer, activation)
             self._conv_layers.append(conv)
-            ops += [conv, activation]
+            ops += [conv, *_activation_ops(activation)]
             channels = filters
         ops.append(_flatten_batch)
         with torch.no_grad():
             size = nn.Sequential(*self._conv_layers)(torch.zeros(1, *spec.shape)).numel()
         return ops, size
 
-    def _build_fc_layers(self, ops, size, fc_layer_params, activation, initializer, use_bn):
-        self._fc_layers = nn.ModuleList()
-        for layer_size in fc_layer_params or ():
-            ops, size = self._add_fc(ops, size, layer_size, activation, initializer, use_bn)
-        return ops, size
-
-    def _add_fc(self, ops, size, out_size, activation, initializer, use_bn, use_bias=True):
+    def _add_fc(self, size, out_size, activation, initializer, use_bn, use_bias=True) -> list:
+        """Create (and register) one FC layer; return its forward ops."""
         linear = nn.Linear(size, out_size, bias=use_bias and not use_bn)
         _init_layer(linear, initializer, activation)
         self._fc_layers.append(linear)
-        ops = ops + [linear]
+        ops = [linear]
         if use_bn:
             bn = nn.BatchNorm1d(out_size)
             self._fc_layers.append(bn)
             ops.append(bn)
-        if activation is not math_ops.identity and activation is not None:
-            ops.append(activation)
-        return ops, out_size
+        return ops + _activation_ops(activation)
 
     # -- forward -----------------------------------------------------------
 

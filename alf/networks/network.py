@@ -107,7 +107,9 @@ class Network(nn.Module):
         bound = self._bound_ctor_args()
         if bound is None:
             return dict(self._ctor_kwargs)
-        return dict(bound.arguments)
+        arguments = dict(bound.arguments)
+        arguments.pop(next(iter(bound.signature.parameters)))  # self
+        return arguments
 
     def _bound_ctor_args(self):
         try:

@@ -1,0 +1,70 @@
+"""Every example conf trains for a couple of iterations and plays back, through the CLI."""
+
+import glob
+import importlib.util
+import os
+import subprocess
+import sys
+
+import pytest
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "alf", "examples")
+CONFS = sorted(
+    os.path.basename(p)
+    for p in glob.glob(os.path.join(EXAMPLES, "*_conf.py"))
+    + glob.glob(os.path.join(EXAMPLES, "*.gin"))
+)
+_SHRINK = [
+    "TrainerConfig.num_iterations=2",
+    "TrainerConfig.num_env_steps=0",
+    "TrainerConfig.unroll_length=8",
+    "TrainerConfig.replay_buffer_length=8",
+    "TrainerConfig.eval_interval=1",
+    "TrainerConfig.num_eval_episodes=1",
+    "TrainerConfig.num_eval_environments=1",
+    "TrainerConfig.mini_batch_size=4",
+]
+
+
+def _needs_mujoco(conf: str) -> bool:
+    with open(os.path.join(EXAMPLES, conf), encoding="utf-8") as f:
+        return "mujoco" in f.read().lower()
+
+
+def _run(args, timeout=240):
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    return subprocess.run(
+        [sys.executable, "-m", *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
+
+
+def test_examples_exist():
+    assert "ppo_cart_pole_conf.py" in CONFS and "ppo_cart_pole.gin" in CONFS
+    assert {"ac_cart_pole_conf.py", "ppo_pendulum_conf.py", "ppo_mujoco_conf.py"} <= set(CONFS)
+
+
+@pytest.mark.parametrize("conf", CONFS)
+def test_example_trains_and_plays(conf, tmp_path):
+    if _needs_mujoco(conf) and importlib.util.find_spec("mujoco") is None:
+        pytest.skip("mujoco is not installed (pip install -e '.[mujoco]')")
+    root_dir = str(tmp_path / "run")
+    args = [
+        "alf.bin.train",
+        "--conf",
+        os.path.join(EXAMPLES, conf),
+        "--root_dir",
+        root_dir,
+        "--nostore_snapshot",
+        "--random_seed",
+        "0",
+    ]
+    for param in _SHRINK:
+        args += ["--conf_param", param]
+    train = _run(args)
+    assert train.returncode == 0, train.stderr[-3000:]
+    ckpts = os.listdir(os.path.join(root_dir, "train", "algorithm"))
+    assert "ckpt-2.pt" in ckpts, ckpts
+    assert any(n.startswith("events.") for n in os.listdir(os.path.join(root_dir, "eval")))
+    play = _run(["alf.bin.play", "--root_dir", root_dir, "--num_episodes", "1"])
+    assert play.returncode == 0, play.stderr[-3000:]
+    assert "return" in play.stdout.lower(), play.stdout
