@@ -41,12 +41,14 @@ def _resolve_conf(root_dir: str):
     if FLAGS.conf:
         if not os.path.isfile(FLAGS.conf):
             raise SetupError(f"conf file '{FLAGS.conf}' does not exist")
-        return FLAGS.conf, list(FLAGS.conf_param), list(FLAGS.gin_param)
-    try:
-        conf, conf_params, gin_params = run_record.read_run_record(root_dir)
-    except FileNotFoundError as e:
-        raise SetupError(f"--conf is required: {e}") from e
+        conf, conf_params, gin_params = FLAGS.conf, [], []
+    else:
+        try:
+            conf, conf_params, gin_params = run_record.read_run_record(root_dir)
+        except FileNotFoundError as e:
+            raise SetupError(f"--conf is required: {e}") from e
     # Command-line values are immutable and the first one set wins: the new ones go first.
+    # (This also checks their syntax before the slow imports below.)
     try:
         conf_params = run_record.merge_conf_params(conf_params, FLAGS.conf_param)
     except ValueError as e:
@@ -56,12 +58,13 @@ def _resolve_conf(root_dir: str):
 
 def build_trainer(root_dir: str):
     """Parse the conf and build the ``PolicyTrainer`` (no file is written)."""
+    conf, conf_params, gin_params = _resolve_conf(root_dir)
+
     import alf
     from alf.algorithms.config import TrainerConfig
     from alf.trainers.policy_trainer import PolicyTrainer
     from alf.utils import common
 
-    conf, conf_params, gin_params = _resolve_conf(root_dir)
     overrides = [f"TrainerConfig.root_dir={root_dir!r}"]
     if FLAGS.random_seed is not None:
         overrides.append(f"TrainerConfig.random_seed={FLAGS.random_seed}")

@@ -94,14 +94,7 @@ class PolicyTrainer:
         self._checkpointer = Checkpointer(
             os.path.join(self._root_dir, "train", "algorithm"), keep=config.keep_checkpoints
         )
-        self._evaluator = None
-        if self._eval_env is not None:
-            self._evaluator = Evaluator(
-                self._algorithm,
-                self._eval_env,
-                config.num_eval_episodes,
-                seed=seeding.derived_seed(self._seed, 999),
-            )
+        self._evaluator = self._create_evaluator()
         self._iteration = 0
         self._env_steps = 0
         self._best_eval = -math.inf
@@ -129,6 +122,16 @@ class PolicyTrainer:
         return create_environment(
             num_parallel_environments=cfg.num_eval_environments,
             nonparallel=not cfg.no_thread_env_for_conf,
+            seed=seeding.derived_seed(self._seed, 999),
+        )
+
+    def _create_evaluator(self):
+        if self._eval_env is None:
+            return None
+        return Evaluator(
+            self._algorithm,
+            self._eval_env,
+            self._config.num_eval_episodes,
             seed=seeding.derived_seed(self._seed, 999),
         )
 
@@ -169,6 +172,7 @@ class PolicyTrainer:
                 f"Checkpoint in {self._checkpointer.directory} has version "
                 f"{state.get('version')}, expected {_CKPT_VERSION}"
             )
+        self._adopt_seed(int(state["random_seed"]))
         self._algorithm.load_state_dict(state["algorithm"])
         self._algorithm.metrics.load_state_dict(state["metrics"])
         self._iteration = int(state["iteration"])
@@ -179,6 +183,15 @@ class PolicyTrainer:
         self._restart_environments()
         logging.info("Resumed from iteration %d (%d env steps)", self._iteration, self._env_steps)
         return True
+
+    def _adopt_seed(self, seed: int) -> None:
+        """Continue with the run's own seed: env reseeding and evaluation derive from it."""
+        if seed == self._seed:
+            return
+        logging.warning("Resuming with the run's random seed %d instead of %d", seed, self._seed)
+        self._seed = seed
+        self._config.random_seed = seed
+        self._evaluator = self._create_evaluator()
 
     # -- loop --------------------------------------------------------------------
 
