@@ -1,0 +1,121 @@
+"""``create_environment``: the configurable factory of the training environment.
+
+Following ALF, ``num_parallel_environments`` envs are made by ``env_load_fn`` with
+``env_id`` 0..N-1 and seeded with ``seed + env_id``; they are laid out as rows
+0..N-1 of one batched torch environment:
+
+- ``nonparallel=True``: everything in the main process: a ``ThreadEnvironment`` for
+  one env, a ``BatchedEnvironment`` for several (the fast path for cheap simulators);
+- otherwise ``N / batch_size_per_env`` worker processes (``ParallelAlfEnvironment``
+  of ``ProcessEnvironment``s), each holding ``batch_size_per_env`` consecutive envs
+  (one unbatched env, or a numpy ``BatchedEnvironment`` of several).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import alf
+from alf.environments import suite_gym
+from alf.environments.alf_environment import AlfEnvironment
+from alf.environments.batched_environment import BatchedEnvironment
+from alf.environments.parallel_environment import ParallelAlfEnvironment
+from alf.environments.thread_environment import ThreadEnvironment
+
+
+def make_env(env_load_fn: Callable, env_name: str, env_id: int, seed: int | None):
+    """``env_load_fn(env_name, env_id=env_id)``, seeded with ``seed`` when given.
+
+    A module-level function, so ``functools.partial(make_env, ...)`` pickles by
+    reference for the worker processes.
+    """
+    env = env_load_fn(env_name, env_id=env_id)
+    if seed is not None:
+        env.seed(seed)
+    return env
+
+
+def env_constructors(env_name: str, env_load_fn: Callable, num_envs: int, seed: int | None):
+    """Picklable zero-argument constructors of envs 0..num_envs-1 (seeds ``seed + env_id``)."""
+    return [
+        functools.partial(
+            make_env, env_load_fn, env_name, env_id, None if seed is None else seed + env_id
+        )
+        for env_id in range(num_envs)
+    ]
+
+
+def _group_constructors(constructors: list, batch_size_per_env: int) -> list:
+    """One constructor per worker: the env itself, or a numpy batch of consecutive envs."""
+    if batch_size_per_env == 1:
+        return constructors
+    return [
+        functools.partial(
+            BatchedEnvironment,
+            constructors[start : start + batch_size_per_env],
+            torch_output=False,
+        )
+        for start in range(0, len(constructors), batch_size_per_env)
+    ]
+
+
+@alf.configurable
+def create_environment(
+    env_name: str = "CartPole-v1",
+    env_load_fn: Callable = suite_gym.load,
+    num_parallel_environments: int = 1,
+    nonparallel: bool = False,
+    flatten: bool = True,
+    start_serially: bool = True,
+    num_spare_envs: int = 0,
+    torch_num_threads_per_env: int = 1,
+    parallel_environment_ctor: Callable = ParallelAlfEnvironment,
+    seed: int | None = None,
+    batch_size_per_env: int = 1,
+    restart_on_crash: bool = False,
+) -> AlfEnvironment:
+    """Create the batched (torch) training environment.
+
+    Args:
+        env_name: the environment name passed to ``env_load_fn``.
+        env_load_fn: ``env_load_fn(env_name, env_id=...)`` returns an unbatched
+            numpy ``AlfEnvironment``; must be picklable (a module-level function or a
+            ``functools.partial`` of one) unless ``nonparallel``.
+        num_parallel_environments: number of envs ``N`` (the batch size).
+        nonparallel: run all envs in the main process.
+        flatten: workers exchange data through shared memory (see
+            ``ParallelAlfEnvironment``).
+        start_serially: start the workers one after the other.
+        num_spare_envs: spare envs of ALF; must be 0 (not supported).
+        torch_num_threads_per_env: torch threads in each worker.
+        parallel_environment_ctor: class of the multi-process environment.
+        seed: env ``i`` is seeded with ``seed + i``; None leaves the envs unseeded.
+        batch_size_per_env: number of envs per worker process; must divide ``N``.
+        restart_on_crash: replace a crashed worker (its rows restart with FIRST).
+
+    Returns:
+        A batched ``AlfEnvironment`` of batch size ``N`` whose row ``i`` has
+        ``env_id == i``.
+    """
+    if num_parallel_environments < 1:
+        raise ValueError(f"num_parallel_environments must be >= 1, got {num_parallel_environments}")
+    if batch_size_per_env < 1 or num_parallel_environments % batch_size_per_env:
+        raise ValueError(
+            f"num_parallel_environments={num_parallel_environments} must be a positive "
+            f"multiple of batch_size_per_env={batch_size_per_env}"
+        )
+    constructors = env_constructors(env_name, env_load_fn, num_parallel_environments, seed)
+    if nonparallel:
+        if num_parallel_environments == 1:
+            return ThreadEnvironment(constructors[0])
+        return BatchedEnvironment(constructors)
+    kwargs = {"restart_on_crash": True} if restart_on_crash else {}
+    return parallel_environment_ctor(
+        _group_constructors(constructors, batch_size_per_env),
+        flatten=flatten,
+        start_serially=start_serially,
+        num_spare_envs=num_spare_envs,
+        torch_num_threads_per_env=torch_num_threads_per_env,
+        **kwargs,
+    )

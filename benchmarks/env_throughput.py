@@ -1,0 +1,212 @@
+"""Batched environment stepping throughput: alf's backends vs gymnasium's vector envs.
+
+Every configuration steps CartPole-v1 with pre-generated random actions (the same
+number of env steps each), so only stepping is timed: alf configurations return full
+``TimeStep``s of torch tensors with per-env auto reset, gymnasium's return numpy
+arrays with their own auto reset. All environments are built first; then the
+configurations are measured in turns, ``--repeats`` times in a different order each
+time (the machine is shared and noisy), and the table reports medians.
+
+    python benchmarks/env_throughput.py [--repeats 5] [--env_steps 16000]
+
+The table is printed and written to ``benchmarks/RESULTS.md`` under the heading
+"## Environment stepping throughput (issue 2)" (other sections are kept).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import random
+import statistics
+import sys
+import time
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from alf.environments import suite_gym
+from alf.environments.batched_environment import BatchedEnvironment
+from alf.environments.thread_environment import ThreadEnvironment
+from alf.environments.utils import create_environment, env_constructors
+
+ENV_NAME = "CartPole-v1"
+HEADING = "## Environment stepping throughput (issue 2)"
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "RESULTS.md")
+
+
+class Config:
+    """One way of stepping ``num_envs`` CartPoles as a batch."""
+
+    def __init__(self, name: str, num_envs: int, make, is_alf: bool):
+        self.name, self.num_envs, self.is_alf = name, num_envs, is_alf
+        self.env = make()
+        self.rates = []
+
+    def reset(self):
+        if self.is_alf:
+            self.env.reset()
+        else:
+            self.env.reset(seed=0)
+
+    def run(self, actions) -> float:
+        """Env steps per second over ``actions`` (``[T, num_envs]``)."""
+        step = self.env.step
+        start = time.perf_counter()
+        for action in actions:
+            step(action)
+        return actions.shape[0] * self.num_envs / (time.perf_counter() - start)
+
+    def close(self):
+        self.env.close()
+
+
+def _gym_vector(cls, num_envs: int):
+    return lambda: cls([lambda: gym.make(ENV_NAME) for _ in range(num_envs)])
+
+
+def _alf(num_envs: int, **kwargs):
+    return lambda: create_environment(ENV_NAME, num_parallel_environments=num_envs, **kwargs)
+
+
+def _members(num_envs: int):
+    constructors = env_constructors(ENV_NAME, suite_gym.load, num_envs, seed=None)
+    return lambda: BatchedEnvironment(constructors, fuse_gym_steps=False)
+
+
+def _thread():
+    return ThreadEnvironment(lambda: suite_gym.load(ENV_NAME))
+
+
+def build_configs(sizes) -> list[Config]:
+    """All configurations, environments started."""
+    configs = []
+    for n in sizes:
+        configs.append(
+            Config("gymnasium SyncVectorEnv", n, _gym_vector(gym.vector.SyncVectorEnv, n), False)
+        )
+        configs.append(
+            Config("gymnasium AsyncVectorEnv", n, _gym_vector(gym.vector.AsyncVectorEnv, n), False)
+        )
+        configs.append(Config("alf ParallelAlfEnvironment, 1 env/process", n, _alf(n), True))
+    top = max(sizes)
+    for per_env in (top // 2, top):
+        processes = top // per_env
+        name = f"alf ParallelAlfEnvironment, {processes}x{per_env} (batch_size_per_env={per_env})"
+        configs.append(Config(name, top, _alf(top, batch_size_per_env=per_env), True))
+    configs.append(
+        Config(
+            "alf nonparallel (in-process BatchedEnvironment)",
+            top,
+            _alf(top, nonparallel=True),
+            True,
+        )
+    )
+    configs.append(
+        Config("alf nonparallel, member path (fuse_gym_steps=False)", top, _members(top), True)
+    )
+    configs.append(Config("alf ThreadEnvironment", 1, _thread, True))
+    return configs
+
+
+def measure(configs, repeats: int, env_steps: int, seed: int = 0) -> None:
+    rng = random.Random(seed)
+    for config in configs:
+        num_steps = max(env_steps // config.num_envs, 50)
+        actions = np.random.default_rng(seed).integers(0, 2, (num_steps, config.num_envs))
+        config.actions = torch.from_numpy(actions) if config.is_alf else actions
+        config.reset()
+        config.run(config.actions[: num_steps // 10])  # warm up
+    for repeat in range(repeats):
+        order = list(configs)
+        rng.shuffle(order)
+        for config in order:
+            config.rates.append(config.run(config.actions))
+        print(f"repeat {repeat + 1}/{repeats} done", file=sys.stderr, flush=True)
+
+
+def table(configs) -> tuple[str, float, str, str]:
+    """Markdown table; ratio of alf's best to the faster gymnasium vector env at N=max."""
+    lines = [
+        "| configuration | N | env steps/s (median) | min | max |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for config in configs:
+        rates = config.rates
+        lines.append(
+            f"| {config.name} | {config.num_envs} | {statistics.median(rates):,.0f} "
+            f"| {min(rates):,.0f} | {max(rates):,.0f} |"
+        )
+    top = max(c.num_envs for c in configs)
+    at_top = [c for c in configs if c.num_envs == top]
+    best_gym = max((c for c in at_top if not c.is_alf), key=lambda c: statistics.median(c.rates))
+    best_alf = max((c for c in at_top if c.is_alf), key=lambda c: statistics.median(c.rates))
+    ratio = statistics.median(best_alf.rates) / statistics.median(best_gym.rates)
+    return "\n".join(lines), ratio, best_alf.name, best_gym.name
+
+
+def write_results(markdown: str) -> None:
+    """Replace (or append) this benchmark's section of RESULTS.md."""
+    text = "# Benchmark results\n"
+    if os.path.exists(RESULTS):
+        with open(RESULTS) as f:
+            text = f.read()
+    start = text.find(HEADING)
+    if start < 0:
+        text = text.rstrip("\n") + "\n\n" + markdown
+    else:
+        end = text.find("\n## ", start + len(HEADING))
+        text = text[:start] + markdown + (text[end + 1 :] if end >= 0 else "")
+    with open(RESULTS, "w") as f:
+        f.write(text.rstrip("\n") + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--env_steps", type=int, default=16000, help="env steps per measurement")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 2, 4, 8])
+    parser.add_argument("--no_write", action="store_true", help="do not update RESULTS.md")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    load_before = os.getloadavg()[0]
+    configs = build_configs(args.sizes)
+    try:
+        measure(configs, args.repeats, args.env_steps)
+    finally:
+        for config in configs:
+            config.close()
+    rows, ratio, best_alf, best_gym = table(configs)
+    top = max(args.sizes)
+    markdown = "\n".join(
+        [
+            HEADING,
+            "",
+            f"- date: {datetime.date.today().isoformat()}",
+            f"- command: `python {' '.join(['benchmarks/env_throughput.py'] + sys.argv[1:])}`",
+            f"- machine: {os.cpu_count()} cores ({platform.processor() or platform.machine()}), "
+            f"shared and noisy (1-min load average {load_before:.1f} before, "
+            f"{os.getloadavg()[0]:.1f} after); python {platform.python_version()}, "
+            f"torch {torch.__version__}, gymnasium {gym.__version__}",
+            f"- {ENV_NAME}, random actions generated up front, {args.env_steps} env steps per "
+            f"measurement, {args.repeats} repeats in shuffled order; medians.",
+            "- alf returns TimeSteps of torch tensors with per-env auto reset (envs from "
+            "suite_gym.load: AlfGymWrapper + TimeLimit); gymnasium returns numpy arrays.",
+            "",
+            rows,
+            "",
+            f"**alf's best at N={top} ({best_alf}) / faster gymnasium vector env "
+            f"({best_gym}): {ratio:.2f}x** (target >= 0.8x)",
+            "",
+        ]
+    )
+    print(markdown)
+    if not args.no_write:
+        write_results(markdown)
+
+
+if __name__ == "__main__":
+    main()
