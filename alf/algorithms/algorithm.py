@@ -139,7 +139,11 @@ class Algorithm(nn.Module):
     # -- updates ---------------------------------------------------------------
 
     def update_with_gradient(
-        self, loss_info: LossInfo, valid_masks: torch.Tensor | None = None, weight: float = 1.0
+        self,
+        loss_info: LossInfo,
+        valid_masks: torch.Tensor | None = None,
+        weight: float = 1.0,
+        sample_weights: torch.Tensor | None = None,
     ) -> LossInfo:
         """One gradient step on ``loss_info``.
 
@@ -150,13 +154,16 @@ class Algorithm(nn.Module):
                 (LAST steps, whose action the env ignores, and padding). The loss
                 is the masked mean.
             weight: multiplies the total loss.
+            sample_weights: optional per-sample weights broadcastable to ``loss``
+                (e.g. ``[T, B]`` importance weights of prioritized replay); the
+                loss is then ``sum(mask * w * loss) / sum(mask)``.
 
         Returns:
             ``loss_info`` with ``loss`` reduced to a detached scalar. The global
             gradient norm of each optimizer (before clipping) is in
             ``self.last_grad_norms``.
         """
-        loss = masked_mean(loss_info.loss, valid_masks)
+        loss = masked_mean(loss_info.loss, valid_masks, sample_weights)
         if not isinstance(loss_info.scalar_loss, tuple):
             loss = loss + loss_info.scalar_loss
         loss = loss * weight
@@ -212,10 +219,18 @@ def _unclaimed(params, claimed: set) -> list:
     return result
 
 
-def masked_mean(loss, valid_masks=None) -> torch.Tensor:
-    """Mean of ``loss`` over entries where ``valid_masks`` is nonzero (all when None)."""
+def masked_mean(loss, valid_masks=None, weights=None) -> torch.Tensor:
+    """Mean of ``loss`` over entries where ``valid_masks`` is nonzero (all when None).
+
+    With ``weights`` (broadcastable to ``loss``) it is ``sum(mask * w * loss) / sum(mask)``:
+    weights scale the entries without changing the normalization.
+    """
     if not isinstance(loss, torch.Tensor):
         loss = torch.as_tensor(loss, dtype=torch.float32)
+    if weights is not None:
+        if loss.ndim == 0:
+            raise ValueError("sample weights need a per-sample loss, got a scalar loss")
+        loss = loss * weights.to(loss.dtype)
     if valid_masks is None or loss.ndim == 0:
         return loss.mean()
     mask = valid_masks.to(loss.dtype)

@@ -70,6 +70,9 @@ class TrainerConfig:
         priority_replay_alpha: exponent of priorities.
         priority_replay_beta: importance-weight exponent.
         priority_replay_eps: minimum priority.
+        checkpoint_replay_buffer: save the replay buffer's contents, pointers and
+            priorities in checkpoints so a resumed run continues with its buffer
+            (a warning is logged when it exceeds 512 MB).
         num_threads: torch intra-op threads in the training process (0: torch's
             default, one per core). 1 by default: the small networks of typical
             RL runs gain nothing from intra-op parallelism, and on a busy machine
@@ -115,6 +118,7 @@ class TrainerConfig:
     priority_replay_alpha: float = 0.7
     priority_replay_beta: float = 0.4
     priority_replay_eps: float = 1e-6
+    checkpoint_replay_buffer: bool = True
     num_threads: int = 1
     device: str | None = None
 

@@ -14,6 +14,25 @@ Per iteration (ALF's scheme):
 4. ``clear_replay_buffer``: empty the buffer after training.
 
 PPO uses this path with whole-buffer training and ``clear_replay_buffer``.
+
+**Prioritized replay** (``TrainerConfig.priority_replay``; Schaul et al. 2016,
+"Prioritized Experience Replay"). Sampled training draws sequences by priority
+and sets ``experience.batch_info = BatchInfo(env_ids, positions,
+importance_weights)`` (each ``[B]``) on every minibatch. The importance weights
+``(N * P(i))^-beta / max_j (N * P(j))^-beta`` (normalized by the largest weight
+over the whole buffer) multiply the per-sample loss ``[T, B]`` in
+``update_with_gradient``, with ``beta`` annealed linearly from
+``priority_replay_beta`` to 1 over the training progress. After each update,
+when ``calc_loss`` returned ``LossInfo.priority`` ``[B]`` (one value per sequence,
+e.g. its mean ``|TD error|``), the priorities of the sequences' first steps are
+set to it; new steps get the largest priority so far. The minibatches of one
+iteration are drawn together, so updated priorities count from the next
+iteration on.
+
+**Checkpoints.** ``PolicyTrainer`` saves ``replay_buffer.state_dict()``. The
+buffer is built from the first unrolled experience (its nest structure is only
+known then), so ``load_replay_buffer_state`` keeps a state given before that and
+loads it right after the buffer is built, before the first step is added.
 """
 
 from __future__ import annotations
@@ -24,10 +43,11 @@ import torch
 
 import alf.nest as nest
 from alf.algorithms.rl_algorithm import RLAlgorithm
-from alf.data_structures import Experience
+from alf.data_structures import BatchInfo, Experience, LossInfo, StepType
 from alf.experience_replayers.replay_buffer import ReplayBuffer
 from alf.tensor_specs import TensorSpec
 from alf.utils.device import get_device, to_device
+from alf.utils.schedulers import LinearScheduler
 
 
 class OffPolicyAlgorithm(RLAlgorithm):
@@ -38,6 +58,7 @@ class OffPolicyAlgorithm(RLAlgorithm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._replay_buffer: ReplayBuffer | None = None
+        self._pending_replay_buffer_state: dict | None = None
         self._train_experience_steps = 0
 
     @property
@@ -53,21 +74,47 @@ class OffPolicyAlgorithm(RLAlgorithm):
             state=_to_cpu(policy_state),
         )
 
+    def load_replay_buffer_state(self, state: dict) -> None:
+        """Load a checkpointed ``ReplayBuffer.state_dict()``.
+
+        Loaded at once when the buffer exists, else kept and loaded as soon as
+        the first unroll builds the buffer (see the module doc).
+        """
+        if self._replay_buffer is not None:
+            self._replay_buffer.load_state_dict(state)
+        else:
+            self._pending_replay_buffer_state = state
+
+    def _create_replay_buffer(self, experience: Experience) -> ReplayBuffer:
+        """A buffer for steps like ``experience`` ``[B, ...]``, prioritized as configured."""
+        cfg = self._config
+        spec = nest.map_structure(lambda x: TensorSpec.from_tensor(x, from_dim=1), experience)
+        return ReplayBuffer(
+            spec,
+            num_environments=self._env.batch_size,
+            max_length=cfg.replay_buffer_length,
+            prioritized_sampling=cfg.priority_replay,
+            priority_alpha=cfg.priority_replay_alpha,
+            priority_beta=LinearScheduler([(0.0, cfg.priority_replay_beta), (1.0, 1.0)]),
+            priority_eps=cfg.priority_replay_eps,
+        )
+
     def _ensure_replay_buffer(self, experience: Experience) -> ReplayBuffer:
         if self._replay_buffer is None:
-            spec = nest.map_structure(lambda x: TensorSpec.from_tensor(x, from_dim=1), experience)
-            self._replay_buffer = ReplayBuffer(
-                spec,
-                num_environments=self._env.batch_size,
-                max_length=self._config.replay_buffer_length,
-            )
+            buffer = self._create_replay_buffer(experience)
             logging.info(
-                "Replay buffer: %d envs x %d steps, %d bytes per transition, %.1f MB in all",
-                self._env.batch_size,
-                self._config.replay_buffer_length,
-                self._replay_buffer.bytes_per_transition(),
-                self._replay_buffer.total_bytes() / 1e6,
+                "Replay buffer: %d envs x %d steps, %d bytes per transition, %.1f MB in all%s",
+                buffer.num_environments,
+                buffer.max_length,
+                buffer.bytes_per_transition(),
+                buffer.total_bytes() / 1e6,
+                " (prioritized)" if buffer.prioritized_sampling else "",
             )
+            if self._pending_replay_buffer_state is not None:
+                buffer.load_state_dict(self._pending_replay_buffer_state)
+                self._pending_replay_buffer_state = None
+                logging.info("Replay buffer restored: %s steps", buffer.current_size().tolist())
+            self._replay_buffer = buffer
         return self._replay_buffer
 
     def _uses_bootstrap_row(self) -> bool:
@@ -140,17 +187,48 @@ class OffPolicyAlgorithm(RLAlgorithm):
         total = mini_batch_size * cfg.num_updates_per_train_iter
         batch, batch_info = self._replay_buffer.get_batch(total, length)
         experience = nest.map_structure(lambda x: x.transpose(0, 1), batch)
-        experience = experience._replace(batch_info=batch_info)
         for i in range(cfg.num_updates_per_train_iter):
-            part = nest.map_structure(
-                lambda x, i=i: x[:, i * mini_batch_size : (i + 1) * mini_batch_size],
-                experience._replace(batch_info=()),
-            )
-            part = self._prepare(part)
-            self.update_from_experience(part)
+            part = slice(i * mini_batch_size, (i + 1) * mini_batch_size)
+            part_info = to_device(nest.map_structure(lambda x, s=part: x[s], batch_info))
+            part_exp = self._prepare(nest.map_structure(lambda x, s=part: x[:, s], experience))
+            self.update_from_experience(part_exp._replace(batch_info=part_info))
             if self.stop_training_epochs():
                 break
-        self.after_train_iter(experience)
+        self.after_train_iter(experience._replace(batch_info=batch_info))
+
+    def update_from_experience(self, experience: Experience, valid_masks=None) -> LossInfo:
+        """``RLAlgorithm.update_from_experience`` plus prioritized replay.
+
+        Importance weights in ``experience.batch_info`` (when a tensor) weight the
+        per-sample loss, and a returned ``LossInfo.priority`` ``[B]`` updates the
+        priorities of the replayed sequences (see the module doc).
+
+        Args:
+            experience: time-major ``[T, B]`` experience on the training device.
+            valid_masks: ``[T, B]`` extra mask; LAST steps are always masked out.
+        """
+        weights = _sample_weights(experience)
+        extra_args = {} if weights is None else {"sample_weights": weights}
+        with torch.enable_grad():
+            info = self.train_steps(experience)
+            loss_info = self.calc_loss(info)
+            mask = experience.time_step.step_type != StepType.LAST
+            if valid_masks is not None:
+                mask = mask & valid_masks
+            loss_info = self.update_with_gradient(loss_info, mask, **extra_args)
+        self.after_update(experience, info)
+        self._summarize_loss(loss_info)
+        self._update_priority(experience.batch_info, loss_info.priority)
+        return loss_info
+
+    def _update_priority(self, batch_info, priority) -> None:
+        """Send ``priority`` ``[B]`` to the buffer for the sequences of ``batch_info``."""
+        buffer = self._replay_buffer
+        if not torch.is_tensor(priority) or buffer is None or not buffer.prioritized_sampling:
+            return
+        if not isinstance(batch_info, BatchInfo) or not torch.is_tensor(batch_info.env_ids):
+            return
+        buffer.update_priority(batch_info.env_ids, batch_info.positions, priority)
 
 
 def _to_cpu(value):
@@ -158,6 +236,16 @@ def _to_cpu(value):
     if get_device().type == "cpu":
         return value  # rollout runs under no_grad, so nothing to detach
     return nest.map_structure(lambda x: x.detach().cpu(), value)
+
+
+def _sample_weights(experience: Experience) -> torch.Tensor | None:
+    """``[T, B]`` importance weights of replayed ``[T, B]`` experience, or None."""
+    batch_info = experience.batch_info
+    if not isinstance(batch_info, BatchInfo) or not torch.is_tensor(batch_info.importance_weights):
+        return None
+    num_steps = experience.time_step.step_type.shape[0]
+    weights = batch_info.importance_weights
+    return weights.unsqueeze(0).expand(num_steps, *weights.shape)
 
 
 def _cast_like(value, reference):

@@ -95,8 +95,9 @@ class TDLoss:
             loss = loss * not_last
         loss = pad_last_row(loss)
         td_error = pad_last_row((targets - value[:-1]).detach())
-        return LossInfo(loss=loss, extra=TDLossInfo(target=pad_last_row(targets),
-                                                    td_error=td_error))
+        return LossInfo(
+            loss=loss, extra=TDLossInfo(target=pad_last_row(targets), td_error=td_error)
+        )
 
 
 @alf.configurable
@@ -109,5 +110,4 @@ class OneStepTDLoss(TDLoss):
         td_error_loss_fn=element_wise_squared_loss,
         name: str = "OneStepTDLoss",
     ):
-        super().__init__(gamma=gamma, td_error_loss_fn=td_error_loss_fn, td_lambda=0.0,
-                         name=name)
+        super().__init__(gamma=gamma, td_error_loss_fn=td_error_loss_fn, td_lambda=0.0, name=name)

@@ -6,7 +6,9 @@ or ``num_env_steps`` is reached, and around it writes tensorboard summaries
 and writes checkpoints (``root_dir/train/algorithm``).
 
 **Exact resume.** A checkpoint holds the algorithm (networks, optimizers, data
-transformers), counters, metrics and RNG states. Environments cannot be saved,
+transformers), counters, metrics and RNG states, and the replay buffer of an
+off-policy algorithm (``TrainerConfig.checkpoint_replay_buffer``; not in
+``ckpt-best``, which is never resumed from). Environments cannot be saved,
 so right after every checkpoint the training environments are reseeded with a
 seed derived from ``(random_seed, iteration)`` and restarted; a run resumed from
 that checkpoint in a new process does the same, and therefore continues exactly
@@ -40,6 +42,7 @@ from alf.utils.checkpoint_utils import Checkpointer
 from alf.utils.schedulers import update_progress
 
 _CKPT_VERSION = 1
+_REPLAY_BUFFER_WARN_BYTES = 512 * 2**20
 
 
 def create_algorithm(config: TrainerConfig, env, device=None):
@@ -140,8 +143,9 @@ class PolicyTrainer:
 
     # -- checkpoints -------------------------------------------------------------
 
-    def _checkpoint_state(self) -> dict:
-        return {
+    def _checkpoint_state(self, with_replay_buffer: bool = True) -> dict:
+        replay_buffer = self._replay_buffer_state() if with_replay_buffer else {}
+        return replay_buffer | {
             "version": _CKPT_VERSION,
             "iteration": self._iteration,
             "env_steps": self._env_steps,
@@ -151,6 +155,21 @@ class PolicyTrainer:
             "metrics": self._algorithm.metrics.state_dict(),
             "rng": seeding.get_rng_state(),
         }
+
+    def _replay_buffer_state(self) -> dict:
+        """``{"replay_buffer": state}`` when configured and the algorithm has a buffer."""
+        buffer = getattr(self._algorithm, "replay_buffer", None)
+        if buffer is None or not self._config.checkpoint_replay_buffer:
+            return {}
+        state = buffer.state_dict()
+        nbytes = buffer.state_nbytes(state)
+        if nbytes > _REPLAY_BUFFER_WARN_BYTES:
+            logging.warning(
+                "The checkpoint holds a %.0f MB replay buffer "
+                "(TrainerConfig.checkpoint_replay_buffer=False leaves it out)",
+                nbytes / 2**20,
+            )
+        return {"replay_buffer": state}
 
     def _save_checkpoint(self) -> None:
         start = time.time()
@@ -175,6 +194,8 @@ class PolicyTrainer:
         self._adopt_seed(int(state["random_seed"]))
         self._algorithm.load_state_dict(state["algorithm"])
         self._algorithm.metrics.load_state_dict(state["metrics"])
+        if "replay_buffer" in state:
+            self._algorithm.load_replay_buffer_state(state["replay_buffer"])
         self._iteration = int(state["iteration"])
         self._env_steps = int(state["env_steps"])
         self._best_eval = float(state["best_eval"])
@@ -295,7 +316,7 @@ class PolicyTrainer:
         )
         if cfg.save_checkpoint_for_best_eval and average > self._best_eval:
             self._best_eval = average
-            self._checkpointer.save_best(self._checkpoint_state(), average)
+            self._checkpointer.save_best(self._checkpoint_state(with_replay_buffer=False), average)
 
     # -- summaries ---------------------------------------------------------------
 

@@ -33,8 +33,13 @@ class TargetUpdater:
         period: update every so many calls.
     """
 
-    def __init__(self, models: Sequence[nn.Module], target_models: Sequence[nn.Module],
-                 tau: float = 0.005, period: int = 1):
+    def __init__(
+        self,
+        models: Sequence[nn.Module],
+        target_models: Sequence[nn.Module],
+        tau: float = 0.005,
+        period: int = 1,
+    ):
         if not 0.0 < tau <= 1.0:
             raise ValueError(f"target_update_tau must be in (0, 1], got {tau}")
         if period < 1:

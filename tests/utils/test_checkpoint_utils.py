@@ -6,7 +6,7 @@ import pickle
 import pytest
 import torch
 
-from alf.utils.checkpoint_utils import BEST_NAME, CheckpointError, Checkpointer
+from alf.utils.checkpoint_utils import BEST_NAME, Checkpointer, CheckpointError
 
 
 def _state(value):
