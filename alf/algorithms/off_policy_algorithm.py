@@ -201,7 +201,9 @@ class OffPolicyAlgorithm(RLAlgorithm):
 
         Importance weights in ``experience.batch_info`` (when a tensor) weight the
         per-sample loss, and a returned ``LossInfo.priority`` ``[B]`` updates the
-        priorities of the replayed sequences (see the module doc).
+        priorities of the replayed sequences (see the module doc). ``train_steps``
+        gets the experience without its ``batch_info`` (whose leaves are ``[B]``);
+        ``after_update`` gets it whole.
 
         Args:
             experience: time-major ``[T, B]`` experience on the training device.
@@ -210,7 +212,7 @@ class OffPolicyAlgorithm(RLAlgorithm):
         weights = _sample_weights(experience)
         extra_args = {} if weights is None else {"sample_weights": weights}
         with torch.enable_grad():
-            info = self.train_steps(experience)
+            info = self.train_steps(experience._replace(batch_info=()))  # [B], not [T, B]
             loss_info = self.calc_loss(info)
             mask = experience.time_step.step_type != StepType.LAST
             if valid_masks is not None:

@@ -144,8 +144,7 @@ class PolicyTrainer:
     # -- checkpoints -------------------------------------------------------------
 
     def _checkpoint_state(self, with_replay_buffer: bool = True) -> dict:
-        replay_buffer = self._replay_buffer_state() if with_replay_buffer else {}
-        return replay_buffer | {
+        state = {
             "version": _CKPT_VERSION,
             "iteration": self._iteration,
             "env_steps": self._env_steps,
@@ -155,6 +154,9 @@ class PolicyTrainer:
             "metrics": self._algorithm.metrics.state_dict(),
             "rng": seeding.get_rng_state(),
         }
+        if with_replay_buffer:
+            state.update(self._replay_buffer_state())
+        return state
 
     def _replay_buffer_state(self) -> dict:
         """``{"replay_buffer": state}`` when configured and the algorithm has a buffer."""
@@ -183,7 +185,7 @@ class PolicyTrainer:
 
     def _restore(self) -> bool:
         """Load the newest valid checkpoint if there is one; return whether one was loaded."""
-        state = self._checkpointer.load(map_location=self._device)
+        state = self._checkpointer.load(map_location="cpu")
         if state is None:
             return False
         if state.get("version") != _CKPT_VERSION:
