@@ -23,8 +23,11 @@ def soft_update(target: nn.Module, source: nn.Module, tau: float) -> None:
         t.copy_(s)
 
 
-class TargetUpdater:
+class TargetUpdater(nn.Module):
     """Updates target models from models: every ``period`` calls, a soft update with ``tau``.
+
+    It is a module only to checkpoint its call counter (a buffer), so a resumed
+    run keeps the phase of periodic updates; the models are not sub-modules of it.
 
     Args:
         models: the trained models.
@@ -40,21 +43,23 @@ class TargetUpdater:
         tau: float = 0.005,
         period: int = 1,
     ):
+        super().__init__()
         if not 0.0 < tau <= 1.0:
             raise ValueError(f"target_update_tau must be in (0, 1], got {tau}")
         if period < 1:
             raise ValueError(f"target_update_period must be >= 1, got {period}")
-        self._models = list(models)
-        self._targets = list(target_models)
+        # Plain lists (not ModuleLists): the owner registers the models itself.
+        object.__setattr__(self, "_models", list(models))
+        object.__setattr__(self, "_targets", list(target_models))
         self._tau = tau
         self._period = period
-        self._count = 0
+        self.register_buffer("_count", torch.zeros((), dtype=torch.int64))
         for target, model in zip(self._targets, self._models):
             soft_update(target, model, 1.0)
             target.requires_grad_(False)
 
-    def __call__(self) -> None:
+    def forward(self) -> None:
         self._count += 1
-        if self._count % self._period == 0:
+        if int(self._count) % self._period == 0:
             for target, model in zip(self._targets, self._models):
                 soft_update(target, model, self._tau)

@@ -23,6 +23,7 @@ _SHRINK = [
     "TrainerConfig.num_eval_episodes=1",
     "TrainerConfig.num_eval_environments=1",
     "TrainerConfig.mini_batch_size=4",
+    "TrainerConfig.initial_collect_steps=0",
 ]
 
 
