@@ -1,0 +1,122 @@
+"""CriticNetwork: values by hand, the batched ensemble against separate MLPs, gradients, copies."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from alf.networks.critic_networks import CriticNetwork
+from alf.tensor_specs import BoundedTensorSpec, TensorSpec
+
+OBS_SPEC = TensorSpec((3,))
+ACTION_SPEC = BoundedTensorSpec((2,), minimum=-1.0, maximum=1.0)
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    torch.manual_seed(0)
+
+
+def _inputs(batch_size=7):
+    return torch.randn(batch_size, 3), torch.rand(batch_size, 2) * 2 - 1
+
+
+def _mlp_by_hand(net, replica, x):
+    """Replica ``replica`` of the joint MLP as plain ``F.linear`` layers ``[out, in]``."""
+    weights, biases = net._weights, net._biases
+    for i in range(len(weights)):
+        x = F.linear(x, weights[i][replica].t(), biases[i][replica, 0])
+        if i < len(weights) - 1:
+            x = torch.relu(x)
+    return x.squeeze(-1)
+
+
+def test_single_critic_is_an_mlp_on_the_concatenation():
+    net = CriticNetwork((OBS_SPEC, ACTION_SPEC), joint_fc_layer_params=(16, 8))
+    obs, action = _inputs()
+    value, state = net((obs, action))
+    assert value.shape == (7,) and state == ()
+    torch.testing.assert_close(value, _mlp_by_hand(net, 0, torch.cat([obs, action], -1)))
+    assert net.output_spec == TensorSpec(())
+    assert net._weights[-1].abs().max() <= 0.03  # small value layer: Q starts near 0
+
+
+def test_batched_ensemble_equals_separate_mlps():
+    """One baddbmm pass over [R, in, out] weights = R independent MLPs (to float precision)."""
+    net = CriticNetwork((OBS_SPEC, ACTION_SPEC), joint_fc_layer_params=(32, 32), num_replicas=3)
+    obs, action = _inputs(11)
+    value, _ = net((obs, action))
+    assert value.shape == (11, 3) and net.output_spec == TensorSpec((3,))
+    x = torch.cat([obs, action], -1)
+    for r in range(3):
+        torch.testing.assert_close(value[:, r], _mlp_by_hand(net, r, x), rtol=1e-5, atol=1e-6)
+    # The replicas are initialized independently.
+    assert not torch.allclose(value[:, 0], value[:, 1])
+
+
+def test_batched_ensemble_equals_naive_parallel_with_the_same_weights():
+    kwargs = dict(joint_fc_layer_params=(16, 16), num_replicas=2)
+    batched = CriticNetwork((OBS_SPEC, ACTION_SPEC), **kwargs)
+    naive = CriticNetwork((OBS_SPEC, ACTION_SPEC), use_naive_parallel=True, **kwargs)
+    with torch.no_grad():
+        for r, replica in enumerate(naive._replicas):
+            for i in range(len(batched._weights)):
+                replica._weights[i].copy_(batched._weights[i][r : r + 1])
+                replica._biases[i].copy_(batched._biases[i][r : r + 1])
+    obs, action = _inputs()
+    torch.testing.assert_close(batched((obs, action))[0], naive((obs, action))[0])
+
+
+def test_gradients_of_the_ensemble_match_separate_mlps():
+    net = CriticNetwork((OBS_SPEC, ACTION_SPEC), joint_fc_layer_params=(8,), num_replicas=2)
+    obs, action = _inputs()
+    action.requires_grad_(True)
+    value, _ = net((obs, action))
+    (value * torch.tensor([1.0, -2.0])).sum().backward()
+    grad_batched = action.grad.clone()
+    action.grad = None
+    x = torch.cat([obs, action], -1)
+    (_mlp_by_hand(net, 0, x) - 2 * _mlp_by_hand(net, 1, x)).sum().backward()
+    torch.testing.assert_close(grad_batched, action.grad)
+
+
+def test_encoders_and_vector_value():
+    spec = ({"a": TensorSpec((2,)), "b": TensorSpec((1,))}, ACTION_SPEC)
+    net = CriticNetwork(
+        spec,
+        observation_fc_layer_params=(8,),
+        action_fc_layer_params=(4,),
+        joint_fc_layer_params=(8,),
+        output_tensor_spec=TensorSpec((2,)),
+        num_replicas=2,
+    )
+    # Encoders have parameters, so every replica has its own.
+    assert len(net._observation_encoders) == 2 and len(net._action_encoders) == 2
+    obs = {"a": torch.randn(5, 2), "b": torch.randn(5, 1)}
+    value, _ = net((obs, torch.zeros(5, 2)))
+    assert value.shape == (5, 2, 2)
+    enc = [
+        torch.cat(
+            [net._observation_encoders[r](obs)[0], net._action_encoders[r](torch.zeros(5, 2))[0]],
+            -1,
+        )
+        for r in range(2)
+    ]
+    for r in range(2):
+        h = torch.relu(enc[r] @ net._weights[0][r] + net._biases[0][r])
+        expected = h @ net._weights[1][r] + net._biases[1][r]
+        torch.testing.assert_close(value[:, r], expected)
+
+
+def test_copy_has_independent_parameters():
+    net = CriticNetwork((OBS_SPEC, ACTION_SPEC), joint_fc_layer_params=(8,), num_replicas=2)
+    twin = net.copy(name="target")
+    assert twin.name == "target" and twin.num_replicas == 2
+    for p, q in zip(net.parameters(), twin.parameters()):
+        assert p.shape == q.shape and p is not q
+    obs, action = _inputs()
+    assert twin((obs, action))[0].shape == (7, 2)
+
+
+def test_bad_replicas():
+    with pytest.raises(ValueError, match="num_replicas"):
+        CriticNetwork((OBS_SPEC, ACTION_SPEC), num_replicas=0)
