@@ -8,6 +8,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+import alf
 from alf.utils import math_ops
 
 # Standard deviation of a standard normal truncated to [-2, 2].
@@ -121,3 +122,14 @@ def variance_scaling_init(
         f"Unknown distribution {distribution!r}: use 'truncated_normal', 'uniform' "
         "or 'untruncated_normal'"
     )
+
+
+@alf.configurable
+def orthogonal_init(tensor: torch.Tensor, gain: float = math.sqrt(2)) -> torch.Tensor:
+    """Orthogonal initialization (Saxe et al. 2014) scaled by ``gain``, in place.
+
+    The default gain √2 with output-layer gains 0.01 (policy) and 1 (value) is the
+    scheme of OpenAI baselines / Stable-Baselines3 PPO ("The 37 implementation
+    details of PPO", Huang et al. 2022), used by alf's PPO examples.
+    """
+    return torch.nn.init.orthogonal_(tensor, gain=gain)

@@ -15,7 +15,9 @@ from alf.algorithms.config import TrainerConfig  # noqa: F401 (registers the con
 from alf.algorithms.ppo_algorithm import PPOAlgorithm
 from alf.algorithms.ppo_loss import PPOLoss
 from alf.environments import utils as env_utils  # noqa: F401
+from alf.initializers import orthogonal_init
 from alf.networks.actor_distribution_networks import ActorDistributionNetwork
+from alf.networks.projection_networks import CategoricalProjectionNetwork
 from alf.networks.value_networks import ValueNetwork
 from alf.optimizers import Adam
 
@@ -27,6 +29,10 @@ alf.config(
 )
 
 hidden = (64, 64)
+# Orthogonal init (gain sqrt(2); policy logits 0.01, value 1), as Stable-Baselines3's PPO:
+# measured over seeds 0-4 it reaches 475 in a median 20,480 env steps like the default
+# init, but every seed then stays at 500 (the default init let one seed fall to 384).
+value_head_init = functools.partial(torch.nn.init.orthogonal_, gain=1.0)
 alf.config(
     "PPOLoss",
     gamma=0.98,
@@ -39,10 +45,20 @@ alf.config(
 alf.config(
     "PPOAlgorithm",
     actor_network_ctor=functools.partial(
-        ActorDistributionNetwork, fc_layer_params=hidden, activation=torch.tanh
+        ActorDistributionNetwork,
+        fc_layer_params=hidden,
+        activation=torch.tanh,
+        kernel_initializer=orthogonal_init,
+        discrete_projection_net_ctor=functools.partial(
+            CategoricalProjectionNetwork, logits_init_output_factor=0.01
+        ),
     ),
     value_network_ctor=functools.partial(
-        ValueNetwork, fc_layer_params=hidden, activation=torch.tanh
+        ValueNetwork,
+        fc_layer_params=hidden,
+        activation=torch.tanh,
+        kernel_initializer=orthogonal_init,
+        last_kernel_initializer=value_head_init,
     ),
     loss_class=PPOLoss,
     optimizer=Adam(lr=[(0, 1e-3), (1, 0.0)], eps=1e-5, gradient_clipping=0.5),
