@@ -133,3 +133,10 @@ def orthogonal_init(tensor: torch.Tensor, gain: float = math.sqrt(2)) -> torch.T
     details of PPO", Huang et al. 2022), used by alf's PPO examples.
     """
     return torch.nn.init.orthogonal_(tensor, gain=gain)
+
+
+@alf.configurable
+def torch_default_init(tensor: torch.Tensor) -> torch.Tensor:
+    """PyTorch's default ``nn.Linear`` weight init, ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``,
+    in place (what Stable-Baselines3 uses with ``ortho_init=False``)."""
+    return torch.nn.init.kaiming_uniform_(tensor, a=math.sqrt(5))

@@ -3,7 +3,8 @@
 Switch the task with ``--conf_param "create_environment.env_name='Hopper-v5'"``.
 Hyperparameters after rl-baselines3-zoo's PPO HalfCheetah entry (1 env, 512
 steps, minibatch 64, 20 epochs, gamma 0.98, lambda 0.92, clip 0.1, lr 2.06e-5,
-ent 4e-4, vf 0.58, grad clip 0.8, 256x256 ReLU nets, log-std init -2), except
+ent 4e-4, vf 0.58, grad clip 0.8, 256x256 ReLU nets with PyTorch's default init, log-std
+init -2), except
 observation/reward normalization, which arrives with the data transformers.
 """
 
@@ -18,6 +19,7 @@ from alf.algorithms.ppo_loss import PPOLoss
 from alf.environments import suite_gym
 from alf.environments import utils as env_utils  # noqa: F401
 from alf.environments.gym_wrappers import ContinuousActionClip
+from alf.initializers import torch_default_init
 from alf.networks.actor_distribution_networks import ActorDistributionNetwork
 from alf.networks.projection_networks import NormalProjectionNetwork
 from alf.networks.value_networks import ValueNetwork
@@ -45,6 +47,7 @@ alf.config(
         ActorDistributionNetwork,
         fc_layer_params=(256, 256),
         activation=torch.relu_,
+        kernel_initializer=torch_default_init,
         continuous_projection_net_ctor=functools.partial(
             NormalProjectionNetwork,
             squash_mean=False,
@@ -53,7 +56,10 @@ alf.config(
         ),
     ),
     value_network_ctor=functools.partial(
-        ValueNetwork, fc_layer_params=(256, 256), activation=torch.relu_
+        ValueNetwork,
+        fc_layer_params=(256, 256),
+        activation=torch.relu_,
+        kernel_initializer=torch_default_init,
     ),
     loss_class=PPOLoss,
     optimizer=Adam(lr=2.0633e-5, eps=1e-5, gradient_clipping=0.8),
