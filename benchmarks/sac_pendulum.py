@@ -110,6 +110,114 @@ def sb3_worker(seed: int, out: str) -> None:
         json.dump(result, f)
 
 
+def speed_worker(framework: str, seed: int, num_updates: int, out: str) -> None:
+    """Steady-state speed: after a warm-up, time ``num_updates`` env steps, each with one
+    gradient step, in this process (no evaluation, no start-up); wall and CPU time."""
+    import torch
+
+    warmup = LEARNING_STARTS + 200
+    if framework == "sb3":
+        import gymnasium as gym
+        from stable_baselines3 import SAC
+
+        torch.set_num_threads(1)
+        model = SAC(
+            "MlpPolicy", gym.make("Pendulum-v1"), seed=seed, device="cpu", **SB3_HYPERPARAMETERS
+        )
+        model.learn(warmup)
+
+        def train():
+            model.learn(num_updates, reset_num_timesteps=False)
+    else:
+        from alf.algorithms.config import TrainerConfig
+        from alf.trainers.policy_trainer import PolicyTrainer
+        from alf.utils import common
+
+        root_dir = out + ".alf_root"
+        params = [f"TrainerConfig.root_dir={root_dir!r}", f"TrainerConfig.random_seed={seed}"]
+        common.parse_conf_file(CONF, params + ["TrainerConfig.evaluate=False"], [])
+        algorithm = PolicyTrainer(TrainerConfig()).algorithm  # sets the thread count too
+        for _ in range(warmup):
+            algorithm.train_iter()
+
+        def train():
+            for _ in range(num_updates):
+                algorithm.train_iter()
+
+    wall, cpu = time.time(), time.process_time()
+    train()
+    wall, cpu = time.time() - wall, time.process_time() - cpu
+    result = dict(
+        framework=framework,
+        updates=num_updates,
+        wall_ms_per_update=1e3 * wall / num_updates,
+        cpu_ms_per_update=1e3 * cpu / num_updates,
+        torch_num_threads=torch.get_num_threads(),
+    )
+    with open(out, "w") as f:
+        json.dump(result, f)
+
+
+def run_speed(framework: str, seed: int, num_updates: int, work_dir: str) -> dict:
+    out = os.path.join(work_dir, f"speed_{framework}_{seed}.json")
+    cmd = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--worker",
+        f"{framework}_speed",
+        "--seed",
+        str(seed),
+        "--out",
+        out,
+        "--steady_updates",
+        str(num_updates),
+    ]
+    _run(cmd, out + ".log")
+    with open(out) as f:
+        return dict(json.load(f), seed=seed)
+
+
+def speed_report(speeds: list[dict], info: dict) -> str:
+    """The steady-state A/B table (``--steady_updates``)."""
+    rows = []
+    for i, r in enumerate(speeds):
+        rows.append(
+            [
+                i + 1,
+                r["framework"],
+                _fmt(r["updates"]),
+                _fmt(r["wall_ms_per_update"], 2),
+                _fmt(1e3 / r["wall_ms_per_update"]),
+                _fmt(r["cpu_ms_per_update"], 2),
+            ]
+        )
+    med = {
+        fw: {
+            k: _median(r[k] for r in speeds if r["framework"] == fw)
+            for k in ("wall_ms_per_update", "cpu_ms_per_update")
+        }
+        for fw in ("alf", "sb3")
+    }
+    wall = med["sb3"]["wall_ms_per_update"] / med["alf"]["wall_ms_per_update"]
+    cpu = med["sb3"]["cpu_ms_per_update"] / med["alf"]["cpu_ms_per_update"]
+    header = ["run", "framework", "timed updates", "wall ms/update", "updates/s", "CPU ms/update"]
+    return f"""
+Steady-state A/B ({info["speed_start"]} — {info["speed_end"]}; load average at start
+{info["speed_load_start"]}, at end {info["speed_load_end"]};
+`python benchmarks/sac_pendulum.py --steady_updates {speeds[0]["updates"]} --repeats
+{len(speeds) // 2}`): each run warms up for {LEARNING_STARTS + 200} env steps, then times
+env steps with one gradient step each, in the training process (no evaluation, no
+start-up), alternating alf (`train_iter` of the conf's algorithm) and SB3 (`learn`). CPU
+time is the process's own, so it is less sensitive to other jobs than wall time.
+
+{_table(header, rows)}
+
+Median alf speed-up over SB3: **{wall:.2f}x** in wall time per update, **{cpu:.2f}x** in CPU
+time per update. Target (issue 4: ≥ 1.3x SB3's updates/s) in this steady-state comparison:
+**{"met" if min(wall, cpu) >= 1.3 else "not met"}**.
+"""
+
+
 def _scalars(event_dir: str, tag: str) -> list[tuple[int, float, float]]:
     """``[(step, wall_time, value)]`` of a tensorboard scalar."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -310,6 +418,7 @@ def report(runs: list[dict], info: dict) -> str:
         for fw in ("alf", "sb3")
     }
     counts = {fw: sum(1 for r in runs if r["framework"] == fw) for fw in ("alf", "sb3")}
+    note = f"\n- **Note:** {info['note']}" if info.get("note") else ""
     curve_steps = sorted({e["env_steps"] for r in runs for e in r["evals"]})
     curve = [
         [_fmt(s)]
@@ -340,7 +449,7 @@ def report(runs: list[dict], info: dict) -> str:
 - "updates/s" = gradient steps / (wall − eval), start-up (imports) included; "steady" =
   median over the intervals between evaluations (no start-up). "time to ≥-200" = wall −
   eval seconds from process start to the end of the first eval with AverageReturn ≥ -200.
-- Raw data: `benchmarks/results/sac_pendulum.json`.
+- Raw data: `benchmarks/results/sac_pendulum.json`.{note}
 
 Per run (in the order they ran):
 
@@ -409,7 +518,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--work_dir", default="/tmp/sac_pendulum_bench")
-    parser.add_argument("--worker", choices=["sb3"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--worker", choices=["sb3", "sb3_speed", "alf_speed"], help=argparse.SUPPRESS
+    )
+    parser.add_argument(
+        "--steady_updates",
+        type=int,
+        default=0,
+        help="instead of learning runs: time this many updates per run in steady state",
+    )
+    parser.add_argument("--repeats", type=int, default=3, help="A/B pairs of --steady_updates")
+    parser.add_argument("--note", default="", help="a remark printed with the results")
     parser.add_argument("--seed", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     parser.add_argument(
@@ -426,8 +545,14 @@ def main() -> None:
     if args.worker == "sb3":
         sb3_worker(args.seed, args.out)
         return
+    if args.worker in ("sb3_speed", "alf_speed"):
+        speed_worker(args.worker.split("_")[0], args.seed, args.steady_updates, args.out)
+        return
     os.makedirs(args.work_dir, exist_ok=True)
-    info = dict(_machine(), seeds=args.seeds, start=_now(), load_start=_load())
+    if args.steady_updates:
+        steady_main(args)
+        return
+    info = dict(_machine(), seeds=args.seeds, start=_now(), load_start=_load(), note=args.note)
     runs = []
     for seed in args.seeds:
         for framework, run in (("alf", run_alf), ("sb3", run_sb3)):
@@ -442,13 +567,39 @@ def main() -> None:
             _write(runs, info, not args.no_results_md)
 
 
-def _write(runs, info, results_md: bool) -> None:
+def steady_main(args) -> None:
+    """Alternate steady-state speed runs; add their table to the saved results."""
+    info = dict(speed_start=_now(), speed_load_start=_load())
+    speeds = []
+    for i in range(args.repeats):
+        for framework in ("alf", "sb3"):
+            speeds.append(run_speed(framework, i, args.steady_updates, args.work_dir))
+            print(speeds[-1], flush=True)
+    info.update(speed_end=_now(), speed_load_end=_load())
+    saved = {}
+    if os.path.exists(RESULTS_JSON):
+        with open(RESULTS_JSON) as f:
+            saved = json.load(f)
+    saved.setdefault("info", {}).update(info)
+    if args.note:
+        saved["info"]["note"] = args.note
+    saved["steady"] = speeds
+    _write(saved.get("runs", []), saved["info"], not args.no_results_md, speeds)
+
+
+def _write(runs, info, results_md: bool, speeds=None) -> None:
     os.makedirs(os.path.dirname(RESULTS_JSON), exist_ok=True)
+    if speeds is None and os.path.exists(RESULTS_JSON):
+        with open(RESULTS_JSON) as f:
+            speeds = json.load(f).get("steady")
     with open(RESULTS_JSON + ".tmp", "w") as f:
-        json.dump(dict(info=info, runs=runs), f, indent=1)
+        json.dump(dict(info=info, runs=runs, steady=speeds or []), f, indent=1)
     os.replace(RESULTS_JSON + ".tmp", RESULTS_JSON)
     if results_md and any(r["framework"] == "sb3" for r in runs):
-        replace_section(report(runs, info))
+        body = report(runs, info)
+        if speeds:
+            body += speed_report(speeds, info)
+        replace_section(body)
 
 
 def _now() -> str:

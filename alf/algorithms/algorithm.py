@@ -172,9 +172,10 @@ class Algorithm(nn.Module):
             optimizer.zero_grad(set_to_none=True)
         loss.backward()
         grad_norms = {}
-        for spec, optimizer, params in optimizers:
+        for i, (spec, optimizer, params) in enumerate(optimizers):
             spec.update_lr(optimizer)
-            grad_norms[spec.name] = spec.clip_gradients(params)
+            name = spec.name if spec.name not in grad_norms else f"{spec.name}_{i}"
+            grad_norms[name] = spec.clip_gradients(params)
             optimizer.step()
         self.last_grad_norms = grad_norms
         return loss_info._replace(loss=loss.detach())

@@ -99,6 +99,17 @@ class OffPolicyAlgorithm(RLAlgorithm):
             priority_eps=cfg.priority_replay_eps,
         )
 
+    def restart_environment(self, seed: int) -> None:
+        """Restart the env and end each env's stored trajectory there.
+
+        The newest stored step's successor will never be stored (the env restarts),
+        so it becomes a time-limit LAST (discount unchanged): earlier steps still
+        bootstrap from it, and no transition is trained across the seam.
+        """
+        if self._replay_buffer is not None:
+            self._replay_buffer.set_newest("time_step.step_type", StepType.LAST)
+        super().restart_environment(seed)
+
     def _ensure_replay_buffer(self, experience: Experience) -> ReplayBuffer:
         if self._replay_buffer is None:
             buffer = self._create_replay_buffer(experience)

@@ -342,6 +342,15 @@ class ReplayBuffer:
 
     # -- clearing and checkpoints ------------------------------------------------------
 
+    def set_newest(self, field: str, value) -> None:
+        """Set leaf ``field`` (a dotted path, e.g. ``'time_step.step_type'``) of each env's
+        newest stored step to ``value`` (envs with nothing stored are left alone)."""
+        storage = nest.get_field(self._buffer, field)
+        has_data = self._current_pos > self._clear_pos
+        env_ids = self._env_range[has_data]
+        index = (self._current_pos[has_data] - 1) % self._max_length
+        storage[env_ids, index] = torch.as_tensor(value, dtype=storage.dtype)
+
     def clear(self, keep_last: int = 0) -> None:
         """Forget stored steps except each env's newest ``keep_last`` (positions keep growing)."""
         self._clear_pos = torch.maximum(self._clear_pos, self._current_pos - keep_last)

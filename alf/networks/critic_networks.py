@@ -216,10 +216,13 @@ class CriticNetwork(Network):
             values = [replica(inputs)[0] for replica in self._replicas]
             return torch.stack(values, dim=1), state
         x = self._joint_input(*inputs)
+        # The parameters straight from the ParameterLists' dicts: indexing a
+        # ParameterList costs microseconds per access on this hot path.
+        layers = zip(self._weights._parameters.values(), self._biases._parameters.values())
         if self._num_replicas == 1 and x.ndim == 2:
-            value = self._single_mlp(x)
+            value = self._single_mlp(x, layers)
         else:
-            value = self._replicated_mlp(x)
+            value = self._replicated_mlp(x, layers)
         return self._shape_value(value), state
 
     def _encode(self, encoders, x):
@@ -239,19 +242,23 @@ class CriticNetwork(Network):
             act = act.expand(num, *act.shape) if act.ndim == 2 else act
         return torch.cat([obs, act], dim=-1)
 
-    def _single_mlp(self, x):
+    def _single_mlp(self, x, layers):
         """One critic: ``[B, in]`` → ``[B, out]`` with ``addmm``."""
-        for i in range(self._num_hidden):
-            x = self._activation(torch.addmm(self._biases[i][0], x, self._weights[i][0]))
-        return torch.addmm(self._biases[-1][0], x, self._weights[-1][0])
+        for i, (weight, bias) in enumerate(layers):
+            x = torch.addmm(bias[0], x, weight[0])
+            if i < self._num_hidden:
+                x = self._activation(x)
+        return x
 
-    def _replicated_mlp(self, x):
+    def _replicated_mlp(self, x, layers):
         """``R`` critics: ``[B, in]`` (shared) or ``[R, B, in]`` → ``[R, B, out]``."""
         if x.ndim == 2:
             x = x.expand(self._num_replicas, *x.shape)
-        for i in range(self._num_hidden):
-            x = self._activation(torch.baddbmm(self._biases[i], x, self._weights[i]))
-        return torch.baddbmm(self._biases[-1], x, self._weights[-1])
+        for i, (weight, bias) in enumerate(layers):
+            x = torch.baddbmm(bias, x, weight)
+            if i < self._num_hidden:
+                x = self._activation(x)
+        return x
 
     def _shape_value(self, value):
         """``[B, out]`` / ``[R, B, out]`` → ``[B, *value_shape]`` / ``[B, R, *value_shape]``."""

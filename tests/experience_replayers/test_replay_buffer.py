@@ -304,3 +304,17 @@ def test_loading_a_mismatched_state_raises():
         other.load_state_dict(buffer.state_dict())
     with pytest.raises(ValueError, match="lacks"):
         buffer.load_state_dict({"current_pos": torch.zeros(3, dtype=torch.int64)})
+
+
+def test_set_newest_marks_only_the_newest_step_of_envs_with_data():
+    spec = {"step_type": TensorSpec((), torch.int32)}
+    buffer = ReplayBuffer(spec, num_environments=3, max_length=4)
+    for t in range(6):  # wraps the ring
+        buffer.add_batch({"step_type": torch.full((2,), 1, dtype=torch.int32)},
+                         torch.tensor([0, 1]))
+    buffer.set_newest("step_type", 2)
+    data = buffer._buffer["step_type"]
+    newest = (6 - 1) % 4
+    assert data[0, newest] == 2 and data[1, newest] == 2
+    assert int((data[:2] == 2).sum()) == 2
+    assert int(data[2].abs().sum()) == 0  # env 2 has nothing stored
