@@ -166,7 +166,11 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
         )
 
     def train_step(self, inputs: TimeStep, state, rollout_info) -> AlgStep:
-        """Recompute log π(a|s), the entropy and V(s) with gradient."""
+        """Recompute log π(a|s), V(s) and, when the loss uses it, the entropy, with gradient.
+
+        The entropy is ``()`` when ``loss.uses_entropy()`` is False (no entropy bonus
+        and no summaries this update): nothing would read it.
+        """
         value, value_state = self._value_network(inputs.observation, state.value)
         dist, actor_state = self._actor_network(inputs.observation, state.actor)
         info = ActorCriticInfo(
@@ -174,7 +178,7 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
             reward=inputs.reward,
             discount=inputs.discount,
             log_prob=dist_utils.compute_log_probability(dist, rollout_info.action),
-            entropy=dist_utils.compute_entropy(dist),
+            entropy=self._entropy_if_used(dist),
             value=value,
             rollout_log_prob=rollout_info.log_prob,
             rollout_value=rollout_info.value,
@@ -184,6 +188,13 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
         return AlgStep(
             output=(), state=ActorCriticState(actor=actor_state, value=value_state), info=info
         )
+
+    def _entropy_if_used(self, dist):
+        """``H[π(·|s)]`` if the loss uses it now (``loss.uses_entropy()``), else ``()``."""
+        uses_entropy = getattr(self._loss, "uses_entropy", None)
+        if uses_entropy is None or uses_entropy():
+            return dist_utils.compute_entropy(dist)
+        return ()
 
     def calc_loss(self, info: ActorCriticInfo):
         return self._loss(info)

@@ -21,6 +21,7 @@ from typing import NamedTuple
 import torch
 
 import alf
+import alf.summary
 from alf.data_structures import LossInfo, StepType
 from alf.utils import value_ops
 
@@ -54,9 +55,9 @@ def normalize_advantages(
     """Zero mean, unit std over the ``valid`` entries (others are left at 0)."""
     mask = valid.to(advantages.dtype)
     count = mask.sum().clamp(min=1.0)
-    mean = (advantages * mask).sum() / count
-    var = (((advantages - mean) * mask) ** 2).sum() / (count - 1).clamp(min=1.0)
-    return (advantages - mean) / (var.sqrt() + eps) * mask
+    masked = (advantages - (advantages * mask).sum() / count) * mask
+    var = (masked**2).sum() / (count - 1).clamp(min=1.0)
+    return masked / (var.sqrt() + eps)
 
 
 @alf.configurable
@@ -112,6 +113,12 @@ class ActorCriticLoss:
     def td_lambda(self) -> float:
         return self._lambda
 
+    def uses_entropy(self) -> bool:
+        """Whether ``__call__`` needs ``info.entropy`` now: for the entropy bonus or for
+        summaries. ``train_step`` skips computing it otherwise (it costs a softmax and
+        four more kernels, forward and backward, on every update)."""
+        return bool(self._entropy_regularization) or alf.summary.should_record_summaries()
+
     def advantages_and_returns(self, reward, value, step_type, discount):
         """``(advantages, returns)`` ``[T, B]`` from ``[T, B]`` inputs; last row 0 / V."""
         value = value.detach()
@@ -147,13 +154,16 @@ class ActorCriticLoss:
         advantages = self.shape_advantages(advantages, valid)
         pg_loss = -advantages.detach() * info.log_prob
         td_loss = self._td_error_loss_fn(returns.detach(), info.value)
-        neg_entropy = -info.entropy
         loss = pg_loss + self._td_loss_weight * td_loss
-        if self._entropy_regularization:
-            loss = loss + self._entropy_regularization * neg_entropy
+        neg_entropy = ()  # not computed by train_step when unused (see uses_entropy)
+        if torch.is_tensor(info.entropy):
+            neg_entropy = -info.entropy
+            if self._entropy_regularization:
+                loss = loss + self._entropy_regularization * neg_entropy
+            neg_entropy = neg_entropy.detach()
         return LossInfo(
             loss=loss,
             extra=ActorCriticLossInfo(
-                pg_loss=pg_loss.detach(), td_loss=td_loss.detach(), neg_entropy=neg_entropy.detach()
+                pg_loss=pg_loss.detach(), td_loss=td_loss.detach(), neg_entropy=neg_entropy
             ),
         )

@@ -103,10 +103,13 @@ class PPOAlgorithm(ActorCriticAlgorithm, OffPolicyAlgorithm):
     def update_from_experience(self, experience, valid_masks=None) -> LossInfo:
         loss_info = super().update_from_experience(experience, valid_masks)
         self._num_updates_this_iter += 1
-        kl = loss_info.extra.approx_kl
-        if self._target_kl is not None and float(kl) > 1.5 * self._target_kl:
+        if self._target_kl is not None and float(loss_info.extra.approx_kl) > 1.5 * self._target_kl:
             self._stop_epochs = True
         return loss_info
+
+    def calc_loss(self, info) -> LossInfo:
+        """PPO's loss; its ``approx_kl`` is computed only for ``target_kl`` (or summaries)."""
+        return self._loss(info, with_approx_kl=self._target_kl is not None)
 
     def stop_training_epochs(self) -> bool:
         return self._stop_epochs

@@ -111,32 +111,51 @@ class PPOLoss(ActorCriticLoss):
         clipped = info.rollout_value + (info.value - info.rollout_value).clamp(-c, c)
         return torch.maximum(loss, self._td_error_loss_fn(info.returns, clipped))
 
-    def __call__(self, info) -> LossInfo:
-        """``info``: ``ActorCriticInfo`` ``[L, B]`` with advantages and returns."""
+    def __call__(self, info, with_approx_kl: bool = True) -> LossInfo:
+        """The loss ``[L, B]`` of ``info``, an ``ActorCriticInfo`` ``[L, B]`` with advantages
+        and returns.
+
+        Args:
+            info: the ``train_step`` infos; ``info.entropy`` may be ``()`` when
+                ``uses_entropy()`` is False.
+            with_approx_kl: compute ``extra.approx_kl`` even without summaries
+                (``PPOAlgorithm`` needs it only for its ``target_kl`` early stop).
+        """
         valid = info.step_type != StepType.LAST
-        advantages = self.shape_advantages(info.advantages, valid).detach()
+        neg_advantages = -self.shape_advantages(info.advantages, valid).detach()
         log_ratio = info.log_prob - info.rollout_log_prob
         ratio = torch.exp(log_ratio)
         eps = self._clip_range()
         pg_loss = torch.maximum(
-            -advantages * ratio, -advantages * ratio.clamp(1.0 - eps, 1.0 + eps)
+            neg_advantages * ratio, neg_advantages * ratio.clamp(1.0 - eps, 1.0 + eps)
         )
         td_loss = self._value_loss(info)
-        neg_entropy = -info.entropy
         loss = pg_loss + self._td_loss_weight * td_loss
         if self._entropy_regularization:
-            loss = loss + self._entropy_regularization * neg_entropy
-        with torch.no_grad():
-            approx_kl = _masked_mean((ratio - 1.0) - log_ratio, valid)
-            if alf.summary.should_record_summaries():
-                extra = PPOLossInfo(
-                    pg_loss=_masked_mean(pg_loss, valid),
-                    td_loss=_masked_mean(td_loss, valid),
-                    neg_entropy=_masked_mean(neg_entropy, valid),
-                    approx_kl=approx_kl,
-                    clip_fraction=_masked_mean(((ratio - 1.0).abs() > eps).float(), valid),
-                    explained_variance=explained_variance(info.value, info.returns, valid),
-                )
-            else:  # the diagnostics cost time on every minibatch; only approx_kl is used
-                extra = PPOLossInfo(approx_kl=approx_kl)
+            loss = loss + self._entropy_regularization * -info.entropy
+        if alf.summary.should_record_summaries():
+            extra = self._diagnostics(info, valid, ratio, log_ratio, eps, pg_loss, td_loss)
+        elif with_approx_kl:  # the diagnostics cost time on every minibatch
+            extra = PPOLossInfo(approx_kl=_approx_kl(ratio, log_ratio, valid))
+        else:
+            extra = PPOLossInfo()
         return LossInfo(loss=loss, extra=extra)
+
+    @torch.no_grad()
+    def _diagnostics(self, info, valid, ratio, log_ratio, eps, pg_loss, td_loss) -> PPOLossInfo:
+        """All loss terms and diagnostics, as masked means over the valid steps."""
+        neg_entropy = _masked_mean(-info.entropy, valid) if torch.is_tensor(info.entropy) else ()
+        return PPOLossInfo(
+            pg_loss=_masked_mean(pg_loss, valid),
+            td_loss=_masked_mean(td_loss, valid),
+            neg_entropy=neg_entropy,
+            approx_kl=_approx_kl(ratio, log_ratio, valid),
+            clip_fraction=_masked_mean(((ratio - 1.0).abs() > eps).float(), valid),
+            explained_variance=explained_variance(info.value, info.returns, valid),
+        )
+
+
+@torch.no_grad()
+def _approx_kl(ratio, log_ratio, valid) -> torch.Tensor:
+    """Schulman's low-variance estimator ``E[(ρ - 1) - log ρ]`` of ``KL(π_old || π)``."""
+    return _masked_mean((ratio - 1.0) - log_ratio, valid)

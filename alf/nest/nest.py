@@ -150,10 +150,24 @@ def _stack_leaves(leaves, dim):
 
 
 def stack_nests(nests: Sequence, dim: int = 0):
-    """Stack a list of same-structure nests into one nest (numpy or torch leaves)."""
+    """Stack a list of same-structure nests into one nest (numpy or torch leaves).
+
+    Each nest is flattened once and the structures are compared as tree specs, so
+    stacking ``T`` steps of an unroll costs ``T`` flattens (not ``T`` pairwise
+    structure checks of ``map_structure``).
+    """
     if not nests:
         raise ValueError("stack_nests needs at least one nest")
-    return map_structure(lambda *xs: _stack_leaves(list(xs), dim), *nests)
+    flat = [
+        optree.tree_flatten(nest, is_leaf=_is_leaf, none_is_leaf=False, namespace=_NAMESPACE)
+        for nest in nests
+    ]
+    treespec = flat[0][1]
+    for _, spec in flat[1:]:
+        if spec != treespec:
+            raise ValueError(f"The nests do not have the same structure:\n  {treespec}\n  {spec}")
+    stacked = [_stack_leaves(list(leaves), dim) for leaves in zip(*(f[0] for f in flat))]
+    return optree.tree_unflatten(treespec, stacked)
 
 
 def unstack_nest(nest, dim: int = 0) -> list:

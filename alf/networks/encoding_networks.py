@@ -14,7 +14,7 @@ import torch.nn as nn
 import alf
 import alf.nest as nest
 from alf.initializers import variance_scaling_init
-from alf.networks.network import Network
+from alf.networks.network import LinearOp, Network
 from alf.tensor_specs import TensorSpec, zeros_from_spec
 from alf.utils import math_ops
 
@@ -289,7 +289,7 @@ class EncodingNetwork(Network):
         linear = nn.Linear(size, out_size, bias=use_bias and not use_bn)
         _init_layer(linear, initializer, activation)
         self._fc_layers.append(linear)
-        ops = [linear]
+        ops = [LinearOp(linear)]
         if use_bn:
             bn = nn.BatchNorm1d(out_size)
             self._fc_layers.append(bn)

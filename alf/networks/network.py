@@ -12,6 +12,8 @@ import inspect
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.modules import module as _module
 
 import alf.nest as nest
 from alf.tensor_specs import zeros_from_spec
@@ -144,3 +146,56 @@ class Network(nn.Module):
 
     def extra_repr(self) -> str:
         return f"name={self._name!r}"
+
+
+class LinearOp:
+    """Calls an ``nn.Linear`` layer as ``F.linear(x, weight, bias)`` when nothing hooks it.
+
+    ``nn.Module.__call__`` plus the ``weight``/``bias`` attribute lookups cost about
+    2 µs per layer, as much as the matmul of a small layer: 10-15% of a 64x64 MLP's
+    forward at the batch sizes of RL rollouts. This op takes the parameters straight
+    from the layer's ``_parameters`` (so replaced or reloaded parameters are seen)
+    and falls back to ``layer(x)`` whenever ``nn.Module.__call__`` would do more than
+    call ``forward``: hooks on the layer or global module hooks, or a layer that is no
+    longer a plain ``nn.Linear`` (e.g. parametrized).
+
+    Args:
+        layer: an ``nn.Linear`` (exactly that class).
+    """
+
+    __slots__ = ("_layer", "_params")
+
+    def __init__(self, layer: nn.Linear):
+        if type(layer) is not nn.Linear:
+            raise TypeError(f"LinearOp needs an nn.Linear, got {type(layer).__name__}")
+        self._layer = layer
+        self._params = layer._parameters
+
+    @property
+    def layer(self) -> nn.Linear:
+        return self._layer
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        layer = self._layer
+        weight = self._params.get("weight")
+        if weight is None or type(layer) is not nn.Linear or _is_hooked(layer):
+            return layer(x)
+        return F.linear(x, weight, self._params["bias"])
+
+    def __repr__(self) -> str:
+        return f"LinearOp({self._layer!r})"
+
+
+def _is_hooked(module: nn.Module) -> bool:
+    """Whether calling ``module`` would run hooks (the test of ``nn.Module._call_impl``)."""
+    return bool(
+        module._forward_pre_hooks
+        or module._forward_hooks
+        or module._backward_pre_hooks
+        or module._backward_hooks
+        or _module._global_forward_pre_hooks
+        or _module._global_forward_hooks
+        or _module._global_backward_pre_hooks
+        or _module._global_backward_hooks
+        or torch._C._get_tracing_state()
+    )

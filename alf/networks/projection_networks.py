@@ -16,7 +16,7 @@ import torch.nn as nn
 
 import alf
 from alf.initializers import variance_scaling_init
-from alf.networks.network import Network
+from alf.networks.network import LinearOp, Network
 from alf.tensor_specs import BoundedTensorSpec, TensorSpec
 from alf.utils import dist_utils, math_ops
 
@@ -79,10 +79,11 @@ class CategoricalProjectionNetwork(Network):
         self._projection_layer = _projection_layer(
             input_size, math.prod(self._output_shape), logits_init_output_factor, None
         )
+        self._projection_op = LinearOp(self._projection_layer)
 
     def forward(self, inputs, state=()):
         """``([B, N] features, state) -> (distribution with batch shape [B], state)``."""
-        logits = self._projection_layer(inputs)
+        logits = self._projection_op(inputs)
         if self._event_ndims:
             logits = logits.reshape(inputs.shape[:-1] + self._output_shape)
         if isinstance(self._minimum, int) and self._minimum == 0:
@@ -167,6 +168,10 @@ class NormalProjectionNetwork(Network):
         else:
             self._std_projection_layer = None
             self._std = nn.Parameter(torch.full(self._action_shape, std_bias_initializer_value))
+        self._means_projection_op = LinearOp(self._means_projection_layer)
+        self._std_projection_op = None
+        if self._std_projection_layer is not None:
+            self._std_projection_op = LinearOp(self._std_projection_layer)
 
     def _register_bounds(self, action_spec):
         if not isinstance(action_spec, BoundedTensorSpec):
@@ -187,8 +192,8 @@ class NormalProjectionNetwork(Network):
             "_action_magnitudes", torch.as_tensor((high - low) / 2, dtype=torch.float32), False
         )
 
-    def _project(self, layer, inputs):
-        x = layer(inputs)
+    def _project(self, linear_op, inputs):
+        x = linear_op(inputs)
         if self._activation is not None:
             x = self._activation(x)
         if self._event_ndims != 1:
@@ -197,13 +202,13 @@ class NormalProjectionNetwork(Network):
 
     def forward(self, inputs, state=()):
         """``([B, N] features, state) -> (distribution with batch shape [B], state)``."""
-        means = self._project(self._means_projection_layer, inputs)
+        means = self._project(self._means_projection_op, inputs)
         if self._squash_mean:
             means = torch.addcmul(self._action_means, self._action_magnitudes, means.tanh())
-        if self._std_projection_layer is None:
+        if self._std_projection_op is None:
             stds = self._std_transform(self._std)
         else:
-            stds = self._std_transform(self._project(self._std_projection_layer, inputs))
+            stds = self._std_transform(self._project(self._std_projection_op, inputs))
         return self._normal_dist(means, stds), state
 
     def _normal_dist(self, means, stds):

@@ -9,6 +9,7 @@ learning-rate schedule (a float or a scheduler from ``alf.utils.schedulers``).
 from __future__ import annotations
 
 import torch
+from torch.optim import optimizer as _torch_optimizer
 
 import alf
 from alf.utils.schedulers import as_scheduler
@@ -69,13 +70,11 @@ class OptimizerSpec:
         params = [p for p in params if p.grad is not None]
         if not params:
             return torch.zeros(())
-        if self.gradient_clipping is None:
-            return torch.nn.utils.clip_grad_norm_(params, float("inf"), foreach=True)
-        if self.clip_by_global_norm:
-            return torch.nn.utils.clip_grad_norm_(params, self.gradient_clipping, foreach=True)
+        if self.clip_by_global_norm or self.gradient_clipping is None:
+            return clip_grad_norm(params, self.gradient_clipping)
         norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params]))
         for p in params:
-            torch.nn.utils.clip_grad_norm_([p], self.gradient_clipping)
+            clip_grad_norm([p], self.gradient_clipping)
         return norm
 
     def __repr__(self) -> str:
@@ -84,6 +83,181 @@ class OptimizerSpec:
             args.append(f"gradient_clipping={self.gradient_clipping}")
         args += [f"{k}={v!r}" for k, v in self.kwargs.items()]
         return f"{self.name}({', '.join(args)})"
+
+
+def clip_grad_norm(params: list[torch.Tensor], max_norm: float | None) -> torch.Tensor:
+    """``torch.nn.utils.clip_grad_norm_(params, max_norm, foreach=True)``, leaner.
+
+    The same kernels and formula (every gradient times
+    ``min(max_norm / (norm + 1e-6), 1)``, ``norm`` the L2 norm of all gradients
+    together) without torch's per-call grouping by device and dtype, which costs
+    as much as the arithmetic for a small network (~30 µs of ~65 µs per update of
+    PPO on CartPole). Gradients on several devices, or sparse, go to torch.
+
+    Args:
+        params: parameters whose ``grad`` is not None.
+        max_norm: the largest global norm; None only computes the norm.
+
+    Returns:
+        The global gradient norm before clipping (a scalar tensor).
+    """
+    grads = [p.grad for p in params]
+    device, dtype = grads[0].device, grads[0].dtype
+    if any(g.device != device or g.dtype != dtype or g.is_sparse for g in grads):
+        return torch.nn.utils.clip_grad_norm_(params, max_norm or float("inf"), foreach=True)
+    with torch.no_grad():
+        norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads, 2.0)), 2.0)
+        if max_norm is not None:
+            torch._foreach_mul_(grads, torch.clamp(max_norm / (norm + 1e-6), max=1.0))
+    return norm
+
+
+class _LeanFusedAdamStep:
+    """``step`` and ``zero_grad`` of torch's fused Adam/AdamW with less Python per call.
+
+    ``torch.optim.Adam(fused=True).step`` spends ~40 µs in Python (per-call
+    grouping of tensors by device and dtype, option checks, dynamo guards) around a
+    ~25 µs kernel for a small network: a third of the optimizer's time in PPO on
+    CartPole. This step calls the same kernels (``_foreach_add_`` on the step
+    counts, then ``_fused_adam_`` / ``_fused_adamw_``) with the same arguments, so
+    results are bit-identical, and the state (``step``, ``exp_avg``,
+    ``exp_avg_sq``) is torch's own: ``state_dict`` and ``load_state_dict`` are
+    unchanged. Anything outside the common case goes to torch's ``step``: a
+    closure, a grad scaler, amsgrad, capturable or differentiable mode, tensor
+    hyperparameters, parameters on several devices or dtypes, sparse gradients, or
+    uninitialized state (the first step).
+
+    Step hooks and profiling: torch wraps the ``step`` of every optimizer class in
+    ``Optimizer.profile_hook_step`` (a ``record_function`` range plus the step
+    hooks), unless the method is marked ``hooked``. That wrapper alone cost ~1 ms
+    of a 34 ms PPO CartPole iteration (20 steps), so this ``step`` is marked and
+    applies torch's own wrapper only when a step hook is registered or a profiler
+    runs: the hooks run exactly as with torch (tested).
+    """
+
+    def step(self, closure=None):
+        if _step_hooks_or_profiler(self):
+            return _hooked_lean_step(self, closure)
+        return self._lean_step(closure)
+
+    step.hooked = True  # see the class doc: torch must not wrap this step
+
+    def _lean_step(self, closure=None):
+        groups = None if closure is not None else self._lean_groups()
+        if groups is None:
+            return self._torch_step(closure)
+        for group, (params, grads, exp_avgs, exp_avg_sqs, steps) in groups:
+            beta1, beta2 = group["betas"]
+            kernel = torch._fused_adamw_ if group["decoupled_weight_decay"] else torch._fused_adam_
+            with torch.no_grad():
+                torch._foreach_add_(steps, 1)
+                kernel(
+                    params,
+                    grads,
+                    exp_avgs,
+                    exp_avg_sqs,
+                    [],
+                    steps,
+                    amsgrad=False,
+                    lr=group["lr"],
+                    beta1=beta1,
+                    beta2=beta2,
+                    weight_decay=group["weight_decay"],
+                    eps=group["eps"],
+                    maximize=group["maximize"],
+                )
+        return None
+
+    def _torch_step(self, closure):
+        """torch's own step, without running the step hooks a second time.
+
+        torch wraps the ``step`` of every optimizer class it instantiates (here
+        ``Adam.step`` once a plain ``Adam`` exists) in its hook-running wrapper, marked
+        ``hooked``; ``step`` above already ran the hooks, if any.
+        """
+        step = super().step
+        if getattr(step, "hooked", False):
+            return step.__wrapped__(self, closure)
+        return step(closure)
+
+    def _lean_groups(self):
+        """``[(group, tensor lists)]`` for the lean step, or None to use torch's."""
+        if getattr(self, "grad_scale", None) is not None:
+            return None
+        groups = []
+        for group in self.param_groups:
+            if not _lean_group_options(group):
+                return None
+            lists = self._group_lists(group)
+            if lists is None:
+                return None
+            if lists[0]:
+                groups.append((group, lists))
+        return groups
+
+    def _group_lists(self, group):
+        """``(params, grads, exp_avgs, exp_avg_sqs, steps)`` of the params with a gradient."""
+        params, grads, exp_avgs, exp_avg_sqs, steps = [], [], [], [], []
+        device = dtype = None
+        for p in group["params"]:
+            grad = p.grad
+            if grad is None:
+                continue
+            state = self.state.get(p)
+            if not state or grad.is_sparse:
+                return None
+            if device is None:
+                device, dtype = p.device, p.dtype
+            elif p.device != device or p.dtype != dtype:
+                return None
+            params.append(p)
+            grads.append(grad)
+            exp_avgs.append(state["exp_avg"])
+            exp_avg_sqs.append(state["exp_avg_sq"])
+            steps.append(state["step"])
+        return params, grads, exp_avgs, exp_avg_sqs, steps
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        if not set_to_none:
+            return super().zero_grad(set_to_none)
+        for group in self.param_groups:
+            for p in group["params"]:
+                p.grad = None
+
+
+def _step_hooks_or_profiler(optimizer) -> bool:
+    """Whether a step of ``optimizer`` needs torch's hook-and-profiler wrapper."""
+    return bool(
+        optimizer._optimizer_step_pre_hooks
+        or optimizer._optimizer_step_post_hooks
+        or _torch_optimizer._global_optimizer_pre_hooks
+        or _torch_optimizer._global_optimizer_post_hooks
+        or torch.autograd.profiler._is_profiler_enabled
+    )
+
+
+#: torch's wrapper (step hooks, ``record_function``) around the lean step.
+_hooked_lean_step = torch.optim.Optimizer.profile_hook_step(_LeanFusedAdamStep._lean_step)
+
+
+def _lean_group_options(group) -> bool:
+    """Whether a param group's options are those the lean fused step handles."""
+    return (
+        group["fused"]
+        and not group["amsgrad"]
+        and not group["capturable"]
+        and not group["differentiable"]
+        and all(isinstance(group[k], float) for k in ("lr", "weight_decay", "eps"))
+        and all(isinstance(b, float) for b in group["betas"])
+    )
+
+
+class FusedAdam(_LeanFusedAdamStep, torch.optim.Adam):
+    """``torch.optim.Adam`` with the lean fused step of ``_LeanFusedAdamStep``."""
+
+
+class FusedAdamW(_LeanFusedAdamStep, torch.optim.AdamW):
+    """``torch.optim.AdamW`` with the lean fused step of ``_LeanFusedAdamStep``."""
 
 
 @alf.configurable
@@ -99,7 +273,7 @@ def Adam(  # noqa: N802 (ALF's public name)
 ) -> OptimizerSpec:
     """Adam (Kingma & Ba, 2015); see ``OptimizerSpec`` for the clipping args."""
     return OptimizerSpec(
-        torch.optim.Adam,
+        FusedAdam,
         lr=lr,
         gradient_clipping=gradient_clipping,
         clip_by_global_norm=clip_by_global_norm,
@@ -124,7 +298,7 @@ def AdamW(  # noqa: N802
 ) -> OptimizerSpec:
     """AdamW (Loshchilov & Hutter, 2019)."""
     return OptimizerSpec(
-        torch.optim.AdamW,
+        FusedAdamW,
         lr=lr,
         gradient_clipping=gradient_clipping,
         clip_by_global_norm=clip_by_global_norm,

@@ -4,7 +4,8 @@ The projection networks build ``torch.distributions`` objects with argument
 validation off (it costs several kernels per call on the training hot path).
 This module adds what torch lacks for RL:
 
-- ``Categorical``: torch's, with a fast Gumbel-max ``sample``;
+- ``Categorical``: torch's, with fewer kernels (``log_softmax``, ``gather``) and a fast
+  Gumbel-max ``sample``;
 - ``ShiftedCategorical``: a categorical over ``[minimum, minimum + n - 1]``
   (gymnasium ``Discrete(n, start)``);
 - ``DiagMultivariateNormal``: independent normals whose ``log_prob`` sums over
@@ -35,12 +36,17 @@ from alf.tensor_specs import TensorSpec
 
 
 class Categorical(td.Categorical):
-    """``torch.distributions.Categorical`` with a faster ``sample`` and validation off.
+    """``torch.distributions.Categorical`` with fewer kernels per call and validation off.
 
-    ``sample`` uses the Gumbel-max trick, ``argmax(logits + G)`` with
-    ``G = -log(-log(U))``, ``U ~ U[0, 1)`` (Gumbel 1954; Maddison et al. 2014,
-    "A* Sampling"): exact, and a few element-wise kernels instead of
-    softmax + ``multinomial`` (about 4x faster for small batches on CPU).
+    - The logits are normalized by one fused ``log_softmax`` (torch computes
+      ``logits - logits.logsumexp(-1)``: the same math in about eight kernels,
+      forward and backward).
+    - ``log_prob`` of a batch-shaped value is one ``gather`` on the normalized
+      logits (torch first broadcasts the value against the logits).
+    - ``sample`` uses the Gumbel-max trick, ``argmax(logits + G)`` with
+      ``G = -log(-log(U))``, ``U ~ U[0, 1)`` (Gumbel 1954; Maddison et al. 2014,
+      "A* Sampling"): exact, and a few element-wise kernels instead of
+      softmax + ``multinomial`` (about 4x faster for small batches on CPU).
 
     Args:
         logits: ``[..., n]`` unnormalized log-probabilities (or give ``probs``).
@@ -49,19 +55,33 @@ class Categorical(td.Categorical):
     """
 
     def __init__(self, logits=None, probs=None, validate_args=False):
-        super().__init__(probs=probs, logits=logits, validate_args=validate_args)
+        if logits is None or probs is not None or validate_args:
+            super().__init__(probs=probs, logits=logits, validate_args=validate_args)
+            return
+        if logits.dim() < 1:
+            raise ValueError("`logits` parameter must be at least one-dimensional.")
+        # What td.Categorical.__init__ sets, with the logits normalized by log_softmax.
+        self.logits = torch.log_softmax(logits, dim=-1)
+        self._param = self.logits
+        self._num_events = logits.shape[-1]
+        td.Distribution.__init__(self, logits.shape[:-1], validate_args=False)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(type(self), _instance)
         return super().expand(batch_shape, _instance=new)
 
+    def log_prob(self, value):
+        if self._validate_args or value.shape != self.batch_shape:
+            return super().log_prob(value)
+        return self.logits.gather(-1, value.long().unsqueeze(-1)).squeeze(-1)
+
     def sample(self, sample_shape=()):
         logits = self.logits
         shape = torch.Size(sample_shape) + logits.shape
         with torch.no_grad():
-            gumbel = torch.rand(shape, dtype=logits.dtype, device=logits.device)
-            gumbel = gumbel.log_().neg_().log_().neg_()
-            return (logits + gumbel).argmax(-1)
+            uniform = torch.rand(shape, dtype=logits.dtype, device=logits.device)
+            # logits + G == logits - log(-log(U)) exactly (negation is exact)
+            return (logits - uniform.log_().neg_().log_()).argmax(-1)
 
     @property
     def mode(self):
