@@ -309,9 +309,10 @@ def test_loading_a_mismatched_state_raises():
 def test_set_newest_marks_only_the_newest_step_of_envs_with_data():
     spec = {"step_type": TensorSpec((), torch.int32)}
     buffer = ReplayBuffer(spec, num_environments=3, max_length=4)
-    for t in range(6):  # wraps the ring
-        buffer.add_batch({"step_type": torch.full((2,), 1, dtype=torch.int32)},
-                         torch.tensor([0, 1]))
+    for _ in range(6):  # wraps the ring
+        buffer.add_batch(
+            {"step_type": torch.full((2,), 1, dtype=torch.int32)}, torch.tensor([0, 1])
+        )
     buffer.set_newest("step_type", 2)
     data = buffer._buffer["step_type"]
     newest = (6 - 1) % 4
