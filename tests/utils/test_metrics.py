@@ -1,0 +1,50 @@
+"""EpisodeMetrics against a step-by-step reference, with auto-reset rows."""
+
+import collections
+
+import numpy as np
+import torch
+
+from alf.data_structures import StepType, TimeStep
+from alf.metrics import EpisodeMetrics
+
+
+def _reference(step_types, rewards, buffer_size):
+    """Per-row bookkeeping written the obvious way."""
+    batch_size = step_types.shape[1]
+    returns, lengths = np.zeros(rewards.shape[1:]), np.zeros(batch_size, np.int64)
+    episode_returns, episode_lengths = collections.deque(maxlen=buffer_size), []
+    env_steps = 0
+    for step_type, reward in zip(step_types, rewards):
+        for i in range(batch_size):
+            if step_type[i] == StepType.FIRST:
+                returns[i], lengths[i] = 0.0, 0
+                continue
+            env_steps += 1
+            returns[i] += reward[i]
+            lengths[i] += 1
+            if step_type[i] == StepType.LAST:
+                episode_returns.append(np.copy(returns[i]))
+                episode_lengths.append(int(lengths[i]))
+    return env_steps, list(episode_returns), episode_lengths
+
+
+def test_metrics_match_step_by_step_reference():
+    rng = np.random.default_rng(0)
+    num_steps, batch_size = 200, 5
+    step_types = rng.choice([StepType.FIRST, StepType.MID, StepType.LAST], (num_steps, batch_size))
+    step_types = step_types.astype(np.int32)
+    for rewards in (rng.normal(size=(num_steps, batch_size)), rng.normal(size=(num_steps, 5, 2))):
+        reward_dim = 0 if rewards.ndim == 2 else rewards.shape[-1]
+        metrics = EpisodeMetrics(batch_size, buffer_size=7, reward_dim=reward_dim)
+        for step_type, reward in zip(step_types, rewards.astype(np.float32)):
+            metrics(
+                TimeStep(step_type=torch.from_numpy(step_type), reward=torch.from_numpy(reward))
+            )
+        env_steps, returns, lengths = _reference(
+            step_types, rewards.astype(np.float32), buffer_size=7
+        )
+        assert metrics.env_steps == env_steps
+        assert metrics.num_episodes == len(lengths)
+        np.testing.assert_array_equal(metrics.average_return, np.mean(np.stack(returns), axis=0))
+        assert metrics.average_episode_length == np.mean(lengths[-7:])
