@@ -242,11 +242,13 @@ _hooked_lean_step = torch.optim.Optimizer.profile_hook_step(_LeanFusedAdamStep._
 
 def _lean_group_options(group) -> bool:
     """Whether a param group's options are those the lean fused step handles."""
+    if "decoupled_weight_decay" not in group or not hasattr(torch, "_fused_adam_"):
+        return False  # an older torch (< 2.6): its own step is used, nothing private
     return (
-        group["fused"]
-        and not group["amsgrad"]
-        and not group["capturable"]
-        and not group["differentiable"]
+        group.get("fused", False)
+        and not group.get("amsgrad", False)
+        and not group.get("capturable", False)
+        and not group.get("differentiable", False)
         and all(isinstance(group[k], float) for k in ("lr", "weight_decay", "eps"))
         and all(isinstance(b, float) for b in group["betas"])
     )
