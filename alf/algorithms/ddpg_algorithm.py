@@ -45,7 +45,6 @@ is the mean over rows and critics of :math:`|y_t - Q_{\theta_i}(s_t, a_t)|`.
 
 from __future__ import annotations
 
-import contextlib
 from typing import NamedTuple
 
 import torch
@@ -63,6 +62,7 @@ from alf.networks.critic_networks import CriticNetwork
 from alf.tensor_specs import TensorSpec
 from alf.utils.schedulers import as_scheduler
 from alf.utils.target_networks import TargetUpdater
+from alf.utils.torch_utils import frozen
 
 
 class DdpgRolloutInfo(NamedTuple):
@@ -286,7 +286,7 @@ class DdpgAlgorithm(OffPolicyAlgorithm):
         actor_q = ()
         if self._actor_update_due():
             new_action, _ = self._actor_network(observation)
-            with _frozen(self._critic_parameters):
+            with frozen(self._critic_parameters):
                 q, _ = self._critic_network((observation, new_action))
             actor_q = _pad_last((q[:, 0] if q.ndim == 2 else q).reshape(rows))
         return DdpgInfo(
@@ -421,19 +421,6 @@ def _check_args(reward_spec, config, actor_update_period: int, name: str) -> Non
             f"{name} trains on transitions: TrainerConfig.mini_batch_length must be >= 2 "
             f"(got {length})"
         )
-
-
-@contextlib.contextmanager
-def _frozen(parameters):
-    """Within the block, ops on ``parameters`` record no gradient for them (gradients
-    still flow through them to other inputs); ``requires_grad`` is restored after."""
-    for p in parameters:
-        p.requires_grad_(False)
-    try:
-        yield
-    finally:
-        for p in parameters:
-            p.requires_grad_(True)
 
 
 def _rows(x, start: int | None, stop: int | None):

@@ -44,7 +44,6 @@ not; transitions out of a LAST row (across an auto-reset) are not trained.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 from typing import NamedTuple
@@ -68,6 +67,7 @@ from alf.tensor_specs import TensorSpec
 from alf.utils import dist_utils
 from alf.utils.math_ops import clipped_exp
 from alf.utils.target_networks import TargetUpdater
+from alf.utils.torch_utils import frozen
 
 #: The actor SAC needs for continuous actions: a tanh-squashed Gaussian whose std
 #: depends on the state (Haarnoja et al. 2018a, appendix C), log-std clipped to [-20, 2].
@@ -340,7 +340,7 @@ class SacAlgorithm(OffPolicyAlgorithm):
         dist, _ = self._actor_network(observation)
         new_action, log_pi = _sample_with_log_prob(dist)
         critic_q, _ = self._critic_networks((observation, action))
-        with _frozen(self._critic_parameters):
+        with frozen(self._critic_parameters):
             actor_q, _ = self._critic_networks((observation, new_action))
         return critic_q, target_v, log_pi, _min_over_replicas(actor_q)
 
@@ -421,20 +421,6 @@ def _check_config(config, name: str) -> None:
             f"{name} trains on transitions: TrainerConfig.mini_batch_length must be >= 2 "
             f"(got {length})"
         )
-
-
-@contextlib.contextmanager
-def _frozen(parameters):
-    """Within the block, ops on ``parameters`` record no gradient for them (gradients
-    still flow through them to other inputs); ``requires_grad`` is restored after."""
-    flags = [p.requires_grad for p in parameters]
-    for p in parameters:
-        p.requires_grad_(False)
-    try:
-        yield
-    finally:
-        for p, flag in zip(parameters, flags):
-            p.requires_grad_(flag)
 
 
 def _copy_critics(critics: nn.Module) -> nn.Module:
