@@ -141,8 +141,13 @@ class OffPolicyAlgorithm(RLAlgorithm):
                 f"TrainerConfig.replay_buffer_length ({buffer.max_length}) must be >= "
                 f"unroll_length ({cfg.unroll_length}) when clear_replay_buffer is True"
             )
-        for exp in experiences:
-            buffer.add_batch(exp, exp.time_step.env_id)
+        unrolled = nest.stack_nests(experiences)
+        env_ids = unrolled.time_step.env_id
+        if bool((env_ids == env_ids[0]).all()):  # rows keep their env (batched envs do)
+            buffer.add_steps(unrolled, env_ids[0])
+        else:
+            for exp in experiences:
+                buffer.add_batch(exp, exp.time_step.env_id)
         steps = len(experiences) * self._env.batch_size
         if int(buffer.current_size().min()) < max(cfg.initial_collect_steps, 1):
             return steps
@@ -178,12 +183,13 @@ class OffPolicyAlgorithm(RLAlgorithm):
         sequences = _split_sequences(experience, cfg.mini_batch_length)
         num_sequences = nest.get_nest_batch_size(sequences, dim=1)
         mini_batch_size = cfg.mini_batch_size or num_sequences
+        leaves = nest.flatten(sequences)
         for _ in range(cfg.num_updates_per_train_iter):
             perm = torch.randperm(num_sequences)
             for start in range(0, num_sequences, mini_batch_size):
                 index = perm[start : start + mini_batch_size]
                 self.update_from_experience(
-                    nest.map_structure(lambda x, i=index: x[:, i], sequences)
+                    nest.pack_sequence_as(sequences, [x.index_select(1, index) for x in leaves])
                 )
                 if self.stop_training_epochs():
                     break

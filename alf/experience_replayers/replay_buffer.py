@@ -167,6 +167,31 @@ class ReplayBuffer:
         if self._prioritized:
             self._set_priority_leaves(self._leaf(env_ids, pos), self._max_priority**self._alpha)
 
+    def add_steps(self, steps, env_ids: torch.Tensor | None = None) -> None:
+        """Append ``T`` consecutive steps ``[T, B, ...]`` for the envs ``env_ids`` ``[B]``.
+
+        The same as ``add_batch(steps[t], env_ids)`` for ``t = 0..T-1`` in order, with
+        one write per leaf instead of ``T`` (an unroll is stored at once).
+        """
+        if env_ids is None:
+            env_ids = self._env_range
+        env_ids = env_ids.to(device="cpu", dtype=torch.int64)
+        num_steps = nest.flatten(steps)[0].shape[0]
+        if num_steps > self._max_length:  # later steps overwrite earlier ones: keep the order
+            for t in range(num_steps):
+                self.add_batch(nest.map_structure(lambda x, t=t: x[t], steps), env_ids)
+            return
+        pos = self._current_pos[env_ids] + torch.arange(num_steps).unsqueeze(1)  # [T, B]
+        index = pos % self._max_length
+        rows = env_ids.expand_as(index)
+        for storage, value in zip(self._flat_buffer, nest.flatten(steps)):
+            storage[rows, index] = value.to(storage.device, storage.dtype)
+        self._current_pos[env_ids] += num_steps
+        if self._prioritized:
+            self._set_priority_leaves(
+                self._leaf(rows, pos).reshape(-1), self._max_priority**self._alpha
+            )
+
     def _set_priority_leaves(self, leaves: torch.Tensor, values) -> None:
         """Set ``p^alpha`` of slots ``leaves`` ``[K]`` in both trees."""
         self._sum_tree[leaves] = values

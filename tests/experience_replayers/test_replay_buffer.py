@@ -319,3 +319,25 @@ def test_set_newest_marks_only_the_newest_step_of_envs_with_data():
     assert data[0, newest] == 2 and data[1, newest] == 2
     assert int((data[:2] == 2).sum()) == 2
     assert int(data[2].abs().sum()) == 0  # env 2 has nothing stored
+
+
+def test_add_steps_equals_repeated_add_batch():
+    spec = {"x": TensorSpec((2,)), "step_type": TensorSpec((), torch.int32)}
+    kwargs = dict(num_environments=3, max_length=5, prioritized_sampling=True)
+    a, b = ReplayBuffer(spec, **kwargs), ReplayBuffer(spec, **kwargs)
+    env_ids = torch.tensor([2, 0])
+    for start in (0, 3):  # the second unroll wraps the ring
+        steps = {
+            "x": torch.arange(start, start + 3 * 2 * 2, dtype=torch.float32)[:12].reshape(3, 2, 2),
+            "step_type": torch.full((3, 2), start, dtype=torch.int32),
+        }
+        a.add_steps(steps, env_ids)
+        for t in range(3):
+            b.add_batch({k: v[t] for k, v in steps.items()}, env_ids)
+    sa, sb = a.state_dict(), b.state_dict()
+    assert sa.keys() == sb.keys()
+    for key in sa:
+        if isinstance(sa[key], torch.Tensor):
+            assert torch.equal(sa[key], sb[key]), key
+        else:
+            assert sa[key] == sb[key], key
