@@ -178,7 +178,8 @@ class RLAlgorithm(Algorithm):
                 raise RuntimeError(f"{self._name} has no environment to unroll")
             batch_size = self._env.batch_size
             self._current_time_step = self._env.reset()
-            self._current_policy_state = to_device(self.get_initial_rollout_state(batch_size))
+            self._initial_rollout_state = to_device(self.get_initial_rollout_state(batch_size))
+            self._current_policy_state = self._initial_rollout_state
             self._current_transform_state = zeros_from_spec(
                 self._data_transformer.state_spec, batch_size
             )
@@ -190,9 +191,8 @@ class RLAlgorithm(Algorithm):
         )
         transformed = to_device(transformed)
         if self.is_stateful("rollout"):
-            initial = to_device(self.get_initial_rollout_state(self._env.batch_size))
             policy_state = reset_state_if_necessary(
-                policy_state, initial, transformed.step_type == StepType.FIRST
+                policy_state, self._initial_rollout_state, transformed.step_type == StepType.FIRST
             )
         policy_step = self.rollout_step(transformed, policy_state)
         return transformed, policy_state, policy_step, transform_state
