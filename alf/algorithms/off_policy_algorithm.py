@@ -181,16 +181,9 @@ class OffPolicyAlgorithm(RLAlgorithm):
         else:
             experience = self._prepare(experience)
         sequences = _split_sequences(experience, cfg.mini_batch_length)
-        num_sequences = nest.get_nest_batch_size(sequences, dim=1)
-        mini_batch_size = cfg.mini_batch_size or num_sequences
-        leaves = nest.flatten(sequences)
         for _ in range(cfg.num_updates_per_train_iter):
-            perm = torch.randperm(num_sequences)
-            for start in range(0, num_sequences, mini_batch_size):
-                index = perm[start : start + mini_batch_size]
-                self.update_from_experience(
-                    nest.pack_sequence_as(sequences, [x.index_select(1, index) for x in leaves])
-                )
+            for mini_batch in _shuffled_mini_batches(sequences, cfg.mini_batch_size):
+                self.update_from_experience(mini_batch)
                 if self.stop_training_epochs():
                     break
             if self.stop_training_epochs():
@@ -269,6 +262,26 @@ def _sample_weights(experience: Experience) -> torch.Tensor | None:
 
 def _cast_like(value, reference):
     return nest.map_structure(lambda x, r: x.to(r.dtype), value, reference)
+
+
+def _shuffled_mini_batches(sequences: Experience, mini_batch_size: int | None):
+    """One epoch over ``sequences`` ``[L, N]``: minibatches ``[L, mini_batch_size]``
+    of a random permutation of the ``N`` sequences (the last one may be smaller).
+
+    When one minibatch holds all ``N`` sequences it is ``sequences`` itself: the
+    loss is a mean over the minibatch, which no permutation of its rows changes,
+    so drawing and applying one would only cost time.
+    """
+    num_sequences = nest.get_nest_batch_size(sequences, dim=1)
+    mini_batch_size = mini_batch_size or num_sequences
+    if mini_batch_size >= num_sequences:
+        yield sequences
+        return
+    leaves, treespec = nest.flatten_with_spec(sequences)
+    perm = torch.randperm(num_sequences)
+    for start in range(0, num_sequences, mini_batch_size):
+        index = perm[start : start + mini_batch_size]
+        yield nest.unflatten(treespec, [x.index_select(1, index) for x in leaves])
 
 
 def _split_sequences(experience: Experience, length: int | None) -> Experience:

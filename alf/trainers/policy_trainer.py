@@ -262,7 +262,7 @@ class PolicyTrainer:
             record = self._iteration % cfg.summary_interval == 0
             alf.summary.set_global_counter(self._iteration)
             iter_start = time.time()
-            with alf.summary.record_if(record):
+            with alf.summary.record_if(record), alf.summary.average_scalars():
                 steps = self._algorithm.train_iter()
             iter_time = time.time() - iter_start
             self._iteration += 1
