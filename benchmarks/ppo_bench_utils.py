@@ -26,6 +26,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -109,8 +110,11 @@ def _run(cmd: list[str], log_path: str) -> tuple[float, float, float]:
 def run_alf(conf: str, root_dir: str, seed: int, conf_params: list[str], num_threads: int) -> dict:
     """Train with ``python -m alf.bin.train`` and read the results from its summaries.
 
-    ``num_threads`` goes to ``--num_threads`` (0: torch's default).
+    ``num_threads`` goes to ``--num_threads`` (0: torch's default). A ``root_dir``
+    left by an earlier benchmark run is removed first: alf would resume from it.
     """
+    if os.path.exists(root_dir):
+        shutil.rmtree(root_dir)
     cmd = [
         sys.executable,
         "-m",
