@@ -195,13 +195,12 @@ class OffPolicyAlgorithm(RLAlgorithm):
         length = cfg.mini_batch_length or cfg.unroll_length
         mini_batch_size = cfg.mini_batch_size or self._env.batch_size
         total = mini_batch_size * cfg.num_updates_per_train_iter
-        batch, batch_info = self._replay_buffer.get_batch(total, length)
-        experience = nest.map_structure(lambda x: x.transpose(0, 1), batch)
-        for i in range(cfg.num_updates_per_train_iter):
-            part = slice(i * mini_batch_size, (i + 1) * mini_batch_size)
-            part_info = to_device(nest.map_structure(lambda x, s=part: x[s], batch_info))
-            part_exp = self._prepare(nest.map_structure(lambda x, s=part: x[:, s], experience))
-            self.update_from_experience(part_exp._replace(batch_info=part_info))
+        experience, batch_info = self._replay_buffer.get_batch(total, length, time_major=True)
+        for part_exp, part_info in _split_batch(
+            experience, batch_info, cfg.num_updates_per_train_iter, mini_batch_size
+        ):
+            part_exp = self._prepare(part_exp)
+            self.update_from_experience(part_exp._replace(batch_info=to_device(part_info)))
             if self.stop_training_epochs():
                 break
         self.after_train_iter(experience._replace(batch_info=batch_info))
@@ -262,6 +261,21 @@ def _sample_weights(experience: Experience) -> torch.Tensor | None:
 
 def _cast_like(value, reference):
     return nest.map_structure(lambda x, r: x.to(r.dtype), value, reference)
+
+
+def _split_batch(experience: Experience, batch_info, num_parts: int, part_size: int):
+    """``num_parts`` consecutive pieces ``[T, part_size]`` of sampled ``experience``
+    ``[T, num_parts * part_size]`` with their ``batch_info`` ``[part_size]`` (the
+    whole as is when there is one piece)."""
+    if num_parts == 1:
+        yield experience, batch_info
+        return
+    for i in range(num_parts):
+        part = slice(i * part_size, (i + 1) * part_size)
+        yield (
+            nest.map_structure(lambda x, s=part: x[:, s], experience),
+            nest.map_structure(lambda x, s=part: x[s], batch_info),
+        )
 
 
 def _shuffled_mini_batches(sequences: Experience, mini_batch_size: int | None):

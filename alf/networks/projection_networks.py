@@ -215,11 +215,11 @@ class NormalProjectionNetwork(Network):
         if self._event_ndims:
             dist = dist_utils.DiagMultivariateNormal(means, stds, self._event_ndims)
         else:
-            dist = td.Normal(means, stds, validate_args=False)
+            dist = dist_utils.normal(means, stds)
         if not self._scale_distribution:
             return dist
         transforms = [
             self._squashing_transform,
             dist_utils.affine_transform(self._action_means, self._action_magnitudes),
         ]
-        return td.TransformedDistribution(dist, transforms, validate_args=False)
+        return dist_utils.elementwise_transformed(dist, transforms)
