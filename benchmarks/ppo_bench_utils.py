@@ -619,11 +619,16 @@ def threads_text(record: dict) -> str:
 
 
 def _alf_update_stats(root_dir: str, num_epochs: int) -> list[dict]:
-    """Per summary iteration: SB3's definitions on alf's per-minibatch loss summaries.
+    """Per summary iteration: alf's loss summaries of ``approx_kl`` and ``clip_fraction``.
 
-    ``clip_fraction``: mean over all minibatches of the iteration; ``approx_kl``: mean
-    over the last epoch's minibatches (as SB3 logs them).
+    alf writes one value per name and iteration: the mean over all the iteration's
+    minibatches (``alf.summary.average_scalars``). That is SB3's definition of the
+    clip fraction; SB3's logged approx KL is the mean over the last epoch only (KL
+    grows over the epochs, so SB3's figure is the larger of the two definitions).
+    Older runs wrote one value per minibatch: those are averaged the same way.
+    ``num_epochs`` is kept for the callers' signature.
     """
+    del num_epochs
     train_dir = os.path.join(root_dir, "train")
     per_step = {}
     for name in ("approx_kl", "clip_fraction"):
@@ -634,11 +639,10 @@ def _alf_update_stats(root_dir: str, num_epochs: int) -> list[dict]:
         kl, clip = values.get("approx_kl", []), values.get("clip_fraction", [])
         if not kl or not clip:
             continue
-        last_epoch = kl[-max(len(kl) // num_epochs, 1) :]
         stats.append(
             {
                 "iteration": step,
-                "approx_kl": statistics.fmean(last_epoch),
+                "approx_kl": statistics.fmean(kl),
                 "clip_fraction": statistics.fmean(clip),
             }
         )
