@@ -62,6 +62,12 @@ class TrainerConfig:
         mini_batch_size: number of sequences per minibatch (None: all).
         mini_batch_length: length of each minibatch sequence (None:
             ``unroll_length``).
+        trajectory_mini_batches: whole-buffer training on whole episode segments
+            (each env's unroll cut at FIRST steps) instead of ``mini_batch_length``
+            pieces: ``mini_batch_size`` segments per minibatch, padded to the
+            longest and masked (padding never counts), each started from its
+            rollout state. For recurrent policies (see
+            ``alf/algorithms/trajectory_batching.py`` and docs/recurrent_ppo.md).
         whole_replay_buffer_training: off-policy: train on the whole buffer,
             shuffled and split into minibatches, instead of sampling.
         clear_replay_buffer: clear the replay buffer after each training iteration.
@@ -112,6 +118,7 @@ class TrainerConfig:
     mini_batch_size: int | None = None
     mini_batch_length: int | None = None
     whole_replay_buffer_training: bool = True
+    trajectory_mini_batches: bool = False
     clear_replay_buffer: bool = True
     replay_buffer_length: int = 1024
     priority_replay: bool = False
@@ -137,6 +144,13 @@ class TrainerConfig:
         if self.num_iterations <= 0 and self.num_env_steps <= 0:
             raise ValueError(
                 "TrainerConfig needs a stopping rule: num_iterations > 0 or num_env_steps > 0"
+            )
+        if self.trajectory_mini_batches and not (
+            self.whole_replay_buffer_training and self.clear_replay_buffer
+        ):
+            raise ValueError(
+                "TrainerConfig.trajectory_mini_batches trains on the latest unroll: it needs "
+                "whole_replay_buffer_training=True and clear_replay_buffer=True"
             )
         if not 0.0 <= self.epsilon_greedy <= 1.0:
             raise ValueError(

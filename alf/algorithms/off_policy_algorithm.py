@@ -43,6 +43,7 @@ import torch
 
 import alf.nest as nest
 from alf.algorithms.rl_algorithm import RLAlgorithm
+from alf.algorithms.trajectory_batching import episode_segments, trajectory_mini_batches
 from alf.data_structures import BatchInfo, Experience, LossInfo, StepType
 from alf.experience_replayers.replay_buffer import ReplayBuffer
 from alf.tensor_specs import TensorSpec
@@ -180,9 +181,19 @@ class OffPolicyAlgorithm(RLAlgorithm):
             experience = nest.map_structure(lambda x: x[:-1], experience)
         else:
             experience = self._prepare(experience)
-        sequences = _split_sequences(experience, cfg.mini_batch_length)
+        if cfg.trajectory_mini_batches:
+            segments = episode_segments(experience)
+
+            def epoch():
+                return trajectory_mini_batches(segments, cfg.mini_batch_size)
+        else:
+            sequences = _split_sequences(experience, cfg.mini_batch_length)
+
+            def epoch():
+                return _shuffled_mini_batches(sequences, cfg.mini_batch_size)
+
         for _ in range(cfg.num_updates_per_train_iter):
-            for mini_batch in _shuffled_mini_batches(sequences, cfg.mini_batch_size):
+            for mini_batch in epoch():
                 self.update_from_experience(mini_batch)
                 if self.stop_training_epochs():
                     break
