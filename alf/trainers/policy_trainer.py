@@ -121,6 +121,11 @@ class PolicyTrainer:
         return self._seed
 
     @property
+    def has_checkpoint(self) -> bool:
+        """``root_dir`` has a checkpoint of its own: ``train()`` resumes from it."""
+        return bool(self._checkpointer.steps())
+
+    @property
     def init_from_checkpoint(self) -> str | None:
         """The checkpoint file the weights were initialized from (``TrainerConfig.init_from``)."""
         return self._init_from_checkpoint
@@ -168,7 +173,7 @@ class PolicyTrainer:
         cfg = self._config
         if not cfg.init_from:
             return None
-        if self._checkpointer.steps():
+        if self.has_checkpoint:
             logging.info(
                 "%s has its own checkpoint: resuming from it and ignoring init_from=%s",
                 self._checkpointer.directory,
