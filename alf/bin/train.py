@@ -21,6 +21,7 @@ r"""Train a policy: ``python -m alf.bin.train --conf CONF --root_dir DIR``.
   values, seed, ``--num_threads`` and ``--init_from``. Flags given on this command
   line override the recorded ones (``--conf_param`` values win over recorded ones
   for the same name; ``--gin_param`` values come first).
+  A resume without ``--conf`` takes the same recorded values from ``root_dir``.
 
 Every run records how it was made: ``root_dir/alf_config.py`` (the operative
 configuration as a runnable conf, headed by comments with the command line,
@@ -103,6 +104,7 @@ def _resolve_args(root_dir: str, scratch_dir: str) -> RunArgs:
             args = RunArgs(*run_record.read_run_record(root_dir))
         except FileNotFoundError as e:
             raise SetupError(f"--conf is required: {e}") from e
+        _take_recorded_flags(args, run_record.read_record(root_dir) or {}, root_dir)
     # Command-line values are immutable and the first one set wins: the new ones go first.
     # (This also checks their syntax before the slow imports below.)
     try:
@@ -128,23 +130,28 @@ def _args_from_record(scratch_dir: str) -> RunArgs:
         path, record = run_record.load_record(FLAGS.from_record)
     except ValueError as e:
         raise SetupError(one_line(e)) from e
-    recorded_flags = record.get("flags") or {}
     args = RunArgs(
         conf=run_record.recreate_conf_files(record, scratch_dir),
         conf_params=record.get("conf_params", []),
         gin_params=record.get("gin_params", []),
-        random_seed=record.get("random_seed"),
-        num_threads=recorded_flags.get("num_threads"),
-        init_from=recorded_flags.get("init_from"),
         record_details={
             "recreated_from": path,
             "original_conf_file": record.get("original_conf_file"),
         },
     )
+    return _take_recorded_flags(args, record, path)
+
+
+def _take_recorded_flags(args: RunArgs, record: dict, where: str) -> RunArgs:
+    """Set the seed, ``num_threads`` and ``init_from`` of ``args`` from a run record."""
+    recorded_flags = record.get("flags") or {}
+    args.random_seed = record.get("random_seed")
+    args.num_threads = recorded_flags.get("num_threads")
+    args.init_from = recorded_flags.get("init_from")
     for name, kind in (("random_seed", int), ("num_threads", int), ("init_from", str)):
         value = getattr(args, name)
         if value is not None and not isinstance(value, kind):
-            raise SetupError(f"run record {path}: {name} must be a {kind.__name__}: {value!r}")
+            raise SetupError(f"run record {where}: {name} must be a {kind.__name__}: {value!r}")
     return args
 
 

@@ -296,6 +296,11 @@ def read_run_record(root_dir: str) -> tuple[str, list, list]:
     return conf_file, record.get("conf_params", []), record.get("gin_params", [])
 
 
+def read_record(root_dir: str) -> dict | None:
+    """The content of ``root_dir``'s ``run.json`` (None when missing or unreadable)."""
+    return _read_json_or_none(os.path.join(root_dir, CONFIG_DIR, RUN_JSON))
+
+
 def load_record(path: str) -> tuple[str, dict]:
     """Read a run record for ``--from_record``: a ``run.json`` file or a run's ``root_dir``.
 
