@@ -189,13 +189,16 @@ def test_init_from_starts_from_the_source_and_leaves_it_untouched(runs):
         assert f"init_from={str(source)!r}" in f.read()
     before, after = runs["hashes"]
     assert after == before
-    # the run's own checkpoint wins over init_from when it resumes
+    # the run's own checkpoint wins over init_from when it resumes; the record is kept
     code, _, stderr = finish(
         train(root_dir, "--conf_param", "TrainerConfig.num_iterations=4", conf=None)
     )
     assert code == 0, stderr
     assert "ignoring init_from" in stderr and "Resumed from iteration 2" in stderr
-    assert len(run_json(root_dir)["resumed"]) == 1
+    resumed = run_json(root_dir)
+    assert [r["conf_params"] for r in resumed["resumed"]] == [["TrainerConfig.num_iterations=4"]]
+    for key in ("start_time", "random_seed", "init_from_checkpoint", "command_line"):
+        assert resumed[key] == record[key], key
     assert tree_hashes(source) == before
 
 
