@@ -87,6 +87,15 @@ class TrainerConfig:
             2-core machine.
         device: ``'cpu'``, ``'cuda'`` or None (cuda when available). The one place
             the training device is chosen.
+        init_from: start a new run from the weights of another run (issue 6): that
+            run's ``root_dir`` (its newest readable checkpoint), a checkpoint
+            directory, or a checkpoint file (``ckpt-<step>.pt``, ``ckpt-best.pt``).
+            Only the algorithm's module state is taken (not optimizers, counters,
+            RNG or replay buffer); the other run is only read. Ignored (with a log
+            line) when ``root_dir`` already has a checkpoint: the run resumes. See
+            ``alf.utils.init_from``.
+        init_from_normalizers: with ``init_from``, also take the data transformers'
+            state (normalizer statistics); False starts them afresh.
     """
 
     root_dir: str | None = None
@@ -128,6 +137,8 @@ class TrainerConfig:
     checkpoint_replay_buffer: bool = True
     num_threads: int = 1
     device: str | None = None
+    init_from: str | None = None
+    init_from_normalizers: bool = True
 
     def __post_init__(self):
         self._check()
