@@ -32,11 +32,10 @@ from alf.tensor_specs import TensorSpec
 
 
 class _RecurrentEncodingNetwork(Network):
-    """Shared implementation of the LSTM and GRU encoding networks (see the module doc).
+    """``EncodingNetwork`` → recurrent layers (``_CELL``: LSTM or GRU) → FC layers.
 
     Args:
         input_tensor_spec: nest of ``TensorSpec`` of one input.
-        cell: ``"lstm"`` or ``"gru"``.
         input_preprocessors: see ``EncodingNetwork``.
         preprocessing_combiner: see ``EncodingNetwork``.
         conv_layer_params: see ``EncodingNetwork``.
@@ -48,13 +47,14 @@ class _RecurrentEncodingNetwork(Network):
         last_layer_size: size of an extra final FC layer (None: none).
         last_activation: its activation (identity if None).
         last_kernel_initializer: its weight initializer.
-        name: name of the network.
+        name: name of the network (the class name if None).
     """
+
+    _CELL = ""
 
     def __init__(
         self,
         input_tensor_spec,
-        cell: str,
         input_preprocessors=None,
         preprocessing_combiner=None,
         conv_layer_params=None,
@@ -66,19 +66,17 @@ class _RecurrentEncodingNetwork(Network):
         last_layer_size=None,
         last_activation=None,
         last_kernel_initializer=None,
-        name="RecurrentEncodingNetwork",
+        name=None,
     ):
+        name = name or type(self).__name__
         sizes = (hidden_size,) if isinstance(hidden_size, int) else tuple(hidden_size)
         if not sizes or any(int(s) <= 0 for s in sizes):
             raise ValueError(f"{name}: hidden_size must be positive ints, got {hidden_size!r}")
-        if cell not in ("lstm", "gru"):
-            raise ValueError(f"{name}: cell must be 'lstm' or 'gru', got {cell!r}")
-        if cell == "lstm":
+        if self._CELL == "lstm":
             state_spec = [(TensorSpec((s,)), TensorSpec((s,))) for s in sizes]
         else:
             state_spec = [TensorSpec((s,)) for s in sizes]
         super().__init__(input_tensor_spec, state_spec=state_spec, name=name)
-        self._cell = cell
         self._pre_net = EncodingNetwork(
             input_tensor_spec,
             input_preprocessors=input_preprocessors,
@@ -89,7 +87,7 @@ class _RecurrentEncodingNetwork(Network):
             kernel_initializer=kernel_initializer,
             name=name + ".pre_net",
         )
-        layer_cls = nn.LSTM if cell == "lstm" else nn.GRU
+        layer_cls = nn.LSTM if self._CELL == "lstm" else nn.GRU
         input_size = self._pre_net.output_size
         self._rnns = nn.ModuleList()
         for size in sizes:
@@ -115,7 +113,7 @@ class _RecurrentEncodingNetwork(Network):
         x = self._pre_net(inputs)[0].unsqueeze(0)
         new_state = []
         for rnn, layer_state in zip(self._rnns, state):
-            if self._cell == "lstm":
+            if self._CELL == "lstm":
                 h, c = layer_state
                 x, (h, c) = rnn(x, (h.unsqueeze(0), c.unsqueeze(0)))
                 new_state.append((h.squeeze(0), c.squeeze(0)))
@@ -130,41 +128,10 @@ class LSTMEncodingNetwork(_RecurrentEncodingNetwork):
     """``EncodingNetwork`` → LSTM layers → FC layers (see the module doc).
 
     State: ``[(h, c), ...]``, one ``([B, size], [B, size])`` pair per LSTM layer.
-    Arguments as ``GRUEncodingNetwork``'s; ``hidden_size`` gives the LSTM sizes.
+    Arguments: see ``_RecurrentEncodingNetwork``; ``hidden_size`` gives the LSTM sizes.
     """
 
-    def __init__(
-        self,
-        input_tensor_spec,
-        input_preprocessors=None,
-        preprocessing_combiner=None,
-        conv_layer_params=None,
-        pre_fc_layer_params=None,
-        hidden_size=(100,),
-        post_fc_layer_params=None,
-        activation=torch.relu_,
-        kernel_initializer=None,
-        last_layer_size=None,
-        last_activation=None,
-        last_kernel_initializer=None,
-        name="LSTMEncodingNetwork",
-    ):
-        super().__init__(
-            input_tensor_spec,
-            "lstm",
-            input_preprocessors=input_preprocessors,
-            preprocessing_combiner=preprocessing_combiner,
-            conv_layer_params=conv_layer_params,
-            pre_fc_layer_params=pre_fc_layer_params,
-            hidden_size=hidden_size,
-            post_fc_layer_params=post_fc_layer_params,
-            activation=activation,
-            kernel_initializer=kernel_initializer,
-            last_layer_size=last_layer_size,
-            last_activation=last_activation,
-            last_kernel_initializer=last_kernel_initializer,
-            name=name,
-        )
+    _CELL = "lstm"
 
 
 @alf.configurable
@@ -172,55 +139,10 @@ class GRUEncodingNetwork(_RecurrentEncodingNetwork):
     """``EncodingNetwork`` → GRU layers → FC layers (see the module doc).
 
     State: ``[h, ...]``, one ``[B, size]`` tensor per GRU layer.
-
-    Args:
-        input_tensor_spec: nest of ``TensorSpec`` of one input.
-        input_preprocessors: see ``EncodingNetwork``.
-        preprocessing_combiner: see ``EncodingNetwork``.
-        conv_layer_params: see ``EncodingNetwork``.
-        pre_fc_layer_params: FC layer sizes before the recurrent layers.
-        hidden_size: an int or a tuple of ints: the recurrent layers' sizes.
-        post_fc_layer_params: FC layer sizes after the recurrent layers.
-        activation: activation of the FC (and conv) layers.
-        kernel_initializer: initializer of the FC (and conv) weights.
-        last_layer_size: size of an extra final FC layer (None: none).
-        last_activation: its activation (identity if None).
-        last_kernel_initializer: its weight initializer.
-        name: name of the network.
+    Arguments: see ``_RecurrentEncodingNetwork``; ``hidden_size`` gives the GRU sizes.
     """
 
-    def __init__(
-        self,
-        input_tensor_spec,
-        input_preprocessors=None,
-        preprocessing_combiner=None,
-        conv_layer_params=None,
-        pre_fc_layer_params=None,
-        hidden_size=(100,),
-        post_fc_layer_params=None,
-        activation=torch.relu_,
-        kernel_initializer=None,
-        last_layer_size=None,
-        last_activation=None,
-        last_kernel_initializer=None,
-        name="GRUEncodingNetwork",
-    ):
-        super().__init__(
-            input_tensor_spec,
-            "gru",
-            input_preprocessors=input_preprocessors,
-            preprocessing_combiner=preprocessing_combiner,
-            conv_layer_params=conv_layer_params,
-            pre_fc_layer_params=pre_fc_layer_params,
-            hidden_size=hidden_size,
-            post_fc_layer_params=post_fc_layer_params,
-            activation=activation,
-            kernel_initializer=kernel_initializer,
-            last_layer_size=last_layer_size,
-            last_activation=last_activation,
-            last_kernel_initializer=last_kernel_initializer,
-            name=name,
-        )
+    _CELL = "gru"
 
 
 def _encoding_ctor(rnn_type: str):
