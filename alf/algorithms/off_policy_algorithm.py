@@ -42,6 +42,7 @@ import logging
 import torch
 
 import alf.nest as nest
+from alf.algorithms.data_transformer import statistics_frozen
 from alf.algorithms.rl_algorithm import RLAlgorithm
 from alf.data_structures import BatchInfo, Experience, LossInfo, StepType
 from alf.experience_replayers.replay_buffer import ReplayBuffer
@@ -159,27 +160,47 @@ class OffPolicyAlgorithm(RLAlgorithm):
             buffer.clear()
         return steps
 
-    def _prepare(self, experience: Experience) -> Experience:
-        """Raw replayed ``[T, B]`` experience → device, transformed, preprocessed."""
-        experience = to_device(experience)
-        experience = self._data_transformer.transform_experience(experience)
-        return self.preprocess_experience(experience)
+    def _transform(self, experience: Experience, env_ids, positions) -> Experience:
+        """Raw replayed ``[T, B]`` experience → device, transformed by the data transformers.
+
+        The transformers get ``experience.batch_info = BatchInfo(env_ids, positions, (),
+        replay_buffer)`` (``[B]`` buffer rows and replay positions of row 0, on the CPU)
+        so those that read the buffer can (see ``data_transformer``); it is removed again
+        afterwards.
+        """
+        experience = to_device(experience._replace(batch_info=()))
+        batch_info = BatchInfo(
+            env_ids=env_ids, positions=positions, replay_buffer=self._replay_buffer
+        )
+        experience = self._data_transformer.transform_experience(
+            experience._replace(batch_info=batch_info)
+        )
+        return experience._replace(batch_info=())
+
+    def _prepare(self, experience: Experience, env_ids, positions) -> Experience:
+        """``_transform`` then ``preprocess_experience``."""
+        return self.preprocess_experience(self._transform(experience, env_ids, positions))
 
     def _train_on_whole_buffer(self) -> None:
         cfg = self._config
-        experience = nest.map_structure(
-            lambda x: x.transpose(0, 1), self._replay_buffer.gather_all()
-        )
+        buffer = self._replay_buffer
+        experience = nest.map_structure(lambda x: x.transpose(0, 1), buffer.gather_all())
+        env_ids = torch.arange(buffer.num_environments)
+        experience = self._transform(experience, env_ids, buffer.first_pos())
         if self._uses_bootstrap_row():
-            bootstrap = self.bootstrap_experience(raw=True)
-            bootstrap = nest.map_structure(lambda x: x.cpu().unsqueeze(0), bootstrap)
+            # The bootstrap row is the next unroll's first step: transformed with the
+            # statistics frozen, so normalizers count it once (then).
+            with statistics_frozen(self._data_transformer):
+                bootstrap = self.bootstrap_experience(raw=True)
+                bootstrap = nest.map_structure(lambda x: x.cpu().unsqueeze(0), bootstrap)
+                bootstrap = self._transform(bootstrap, env_ids, buffer.current_pos.clone())
             experience = nest.map_structure(
-                lambda x, y: torch.cat([x, y]), experience, _cast_like(bootstrap, experience)
+                lambda x, y: torch.cat([x, y.to(x.dtype)]), experience, bootstrap
             )
-            experience = self._prepare(experience)
+            experience = self.preprocess_experience(experience)
             experience = nest.map_structure(lambda x: x[:-1], experience)
         else:
-            experience = self._prepare(experience)
+            experience = self.preprocess_experience(experience)
         sequences = _split_sequences(experience, cfg.mini_batch_length)
         num_sequences = nest.get_nest_batch_size(sequences, dim=1)
         mini_batch_size = cfg.mini_batch_size or num_sequences
@@ -207,7 +228,11 @@ class OffPolicyAlgorithm(RLAlgorithm):
         for i in range(cfg.num_updates_per_train_iter):
             part = slice(i * mini_batch_size, (i + 1) * mini_batch_size)
             part_info = to_device(nest.map_structure(lambda x, s=part: x[s], batch_info))
-            part_exp = self._prepare(nest.map_structure(lambda x, s=part: x[:, s], experience))
+            part_exp = self._prepare(
+                nest.map_structure(lambda x, s=part: x[:, s], experience),
+                batch_info.env_ids[part],
+                batch_info.positions[part],
+            )
             self.update_from_experience(part_exp._replace(batch_info=part_info))
             if self.stop_training_epochs():
                 break
@@ -265,10 +290,6 @@ def _sample_weights(experience: Experience) -> torch.Tensor | None:
     num_steps = experience.time_step.step_type.shape[0]
     weights = batch_info.importance_weights
     return weights.unsqueeze(0).expand(num_steps, *weights.shape)
-
-
-def _cast_like(value, reference):
-    return nest.map_structure(lambda x, r: x.to(r.dtype), value, reference)
 
 
 def _split_sequences(experience: Experience, length: int | None) -> Experience:
