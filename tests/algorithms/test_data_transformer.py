@@ -424,3 +424,67 @@ def test_prenormalize_initializes_statistics_without_storing(make_probe):
     assert alg.replay_buffer is None and alg.metrics.env_steps == 16
     alg.train_iter()  # starts from reset: the first stored step is FIRST
     assert alg.replay_buffer.gather_all().time_step.step_type[:, 0].tolist() == [0, 0]
+
+
+# -- hindsight relabeling -------------------------------------------------------------------
+
+
+def test_her_relabels_the_proportion_with_future_goals_and_recomputes_rewards(make_probe):
+    her = functools.partial(HindsightExperienceTransformer, her_proportion=0.3)
+    store_only = dict(SAMPLED, initial_collect_steps=1000)
+    alg = make_probe(POINT_GOAL, her, dict(max_episode_steps=7), **store_only)
+    for _ in range(10):  # 40 steps per env: several episodes of 7 steps, nothing trained
+        alg.train_iter()
+    buffer = alg.replay_buffer
+    torch.manual_seed(0)
+    batch, info = buffer.get_batch(4000, 3)
+    raw = nest.map_structure(lambda x: x.transpose(0, 1), batch)
+    out = alg._transform(raw, info.env_ids, info.positions)
+    desired, raw_desired = out.observation["desired_goal"], raw.observation["desired_goal"]
+    relabeled = (desired != raw_desired).any(-1).any(0)  # [B]
+    assert abs(float(relabeled.float().mean()) - 0.3) < 0.04
+    # every row's reward is the reward function of its (possibly new) goal, 0 at FIRST
+    expected = l2_distance_reward_fn(out.observation["achieved_goal"], desired)
+    first = out.step_type == StepType.FIRST
+    assert torch.equal(out.reward[~first], expected[~first])
+    assert bool((out.reward[first] == 0).all())
+    # successes were rare with the env's goals; relabeling makes some
+    assert float((out.reward[~first] == 0).float().mean()) > 0.05
+    # not relabeled: untouched; relabeled: one goal per sequence, achieved at a step from
+    # the sequence's last row to the end of that episode
+    assert torch.equal(out.reward[:, ~relabeled], raw.reward[:, ~relabeled])
+    for b in relabeled.nonzero().flatten()[:200].tolist():
+        goal = desired[0, b]
+        assert bool((desired[:, b] == goal).all())
+        env_id, last = int(info.env_ids[b]), int(info.positions[b]) + 2
+        end = last + int(buffer.steps_to_episode_end(torch.tensor([env_id]), torch.tensor([last])))
+        achieved = buffer.get_field(
+            "time_step.observation.achieved_goal", torch.tensor(env_id), torch.arange(last, end + 1)
+        )
+        assert bool((achieved == goal).all(-1).any()), b
+
+
+def test_steps_to_episode_end_scans_across_chunks():
+    spec = Experience(time_step=TimeStep(step_type=TensorSpec((), torch.int32)))
+    buffer = ReplayBuffer(spec, num_environments=2, max_length=16)
+    types = torch.tensor(
+        [[0, 1, 1, 1, 1, 1, 1, 2, 0, 1, 2, 0, 1, 1], [0, 2, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]],
+        dtype=torch.int32,
+    )
+    buffer.add_steps(Experience(time_step=TimeStep(step_type=types.T)))
+    env_ids = torch.tensor([0, 0, 0, 0, 1, 1])
+    positions = torch.tensor([0, 7, 8, 12, 1, 2])
+    for chunk in (1, 3, 64):
+        steps = buffer.steps_to_episode_end(env_ids, positions, chunk=chunk)
+        assert steps.tolist() == [7, 0, 2, 1, 0, 11], chunk  # running episodes end at the newest
+
+
+def test_replay_buffer_get_field_rejects_overwritten_positions():
+    spec = Experience(time_step=TimeStep(step_type=TensorSpec((), torch.int32)))
+    buffer = ReplayBuffer(spec, num_environments=1, max_length=4)
+    buffer.add_steps(Experience(time_step=TimeStep(step_type=torch.arange(6)[:, None].int())))
+    assert buffer.oldest_readable_pos().tolist() == [2]
+    got = buffer.get_field("time_step.step_type", torch.tensor(0), torch.tensor([2, 5]))
+    assert got.tolist() == [2, 5]
+    with pytest.raises(ValueError, match="position 1 of env 0 is not in the storage"):
+        buffer.get_field("time_step.step_type", torch.tensor(0), torch.tensor([1]))
