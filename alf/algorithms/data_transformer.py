@@ -345,7 +345,7 @@ class _StatisticsTransformer(DataTransformer):
     """A transformer with running statistics updated in one place (see the module doc).
 
     Subclasses set ``self._normalizer`` and implement ``_select(time_step)`` (the nest
-    the statistics are about) and ``_apply(time_step)`` (normalize with the current
+    the statistics are about) and ``_normalized(time_step)`` (normalize with the current
     statistics).
     """
 
@@ -368,19 +368,19 @@ class _StatisticsTransformer(DataTransformer):
     def _select(self, time_step: TimeStep):
         raise NotImplementedError
 
-    def _apply(self, time_step: TimeStep) -> TimeStep:
+    def _normalized(self, time_step: TimeStep) -> TimeStep:
         raise NotImplementedError
 
     def transform_timestep(self, time_step, state):
         rollout_update = self._update_mode == "rollout" or self._prenormalizing
         if self.training and rollout_update:
             self._normalizer.update(self._select(time_step))
-        return self._apply(time_step), state
+        return self._normalized(time_step), state
 
     def transform_experience(self, experience):
         if self.training and self._update_mode == "replay":
             self._normalizer.update(self._select(experience.time_step))
-        return experience._replace(time_step=self._apply(experience.time_step))
+        return experience._replace(time_step=self._normalized(experience.time_step))
 
 
 @alf.configurable
@@ -432,7 +432,7 @@ class ObservationNormalizer(_StatisticsTransformer):
     def _select(self, time_step):
         return [nest.get_field(time_step.observation, f) for f in self._fields]
 
-    def _apply(self, time_step):
+    def _normalized(self, time_step):
         normalized = self._normalizer.normalize(self._select(time_step))
         observation = time_step.observation
         for field, value in zip(self._fields, normalized):
@@ -473,7 +473,7 @@ class RewardNormalizer(_StatisticsTransformer):
     def _select(self, time_step):
         return time_step.reward
 
-    def _apply(self, time_step):
+    def _normalized(self, time_step):
         return time_step._replace(reward=self._normalizer.normalize(time_step.reward))
 
 

@@ -488,3 +488,29 @@ def test_replay_buffer_get_field_rejects_overwritten_positions():
     assert got.tolist() == [2, 5]
     with pytest.raises(ValueError, match="position 1 of env 0 is not in the storage"):
         buffer.get_field("time_step.step_type", torch.tensor(0), torch.tensor([1]))
+
+
+def test_statistics_are_checkpointed(make_probe):
+    pipeline = [
+        functools.partial(ObservationNormalizer, update_mode="rollout"),
+        RewardNormalizer,
+    ]
+    alg = make_probe(COUNTING, pipeline, **SAMPLED)
+    for _ in range(3):
+        alg.train_iter()
+    alg.to("cpu")
+    state = {k: v for k, v in alg.state_dict().items() if "_data_transformer" in k}
+    assert len(state) == 6  # mean, var, count of each normalizer
+    other = make_probe(COUNTING, pipeline, **SAMPLED)
+    other.load_state_dict(alg.state_dict())
+    ts = TimeStep(
+        step_type=torch.ones(3, dtype=torch.int32),
+        reward=torch.tensor([0.0, 1.0, 3.0]),
+        observation=torch.tensor([[0.0], [2.0], [5.0]]),
+    )
+    alg.eval()
+    other.eval()
+    a, _ = alg.data_transformer.transform_timestep(ts, [(), ()])
+    b, _ = other.data_transformer.transform_timestep(ts, [(), ()])
+    assert torch.equal(a.observation, b.observation) and torch.equal(a.reward, b.reward)
+    assert not torch.equal(a.observation, ts.observation)
