@@ -67,10 +67,16 @@ def worker(seed, variant, env_steps, eval_every, prenorm_steps, out) -> None:
         if steps >= next_eval or steps >= env_steps:
             eval_start = time.time()
             metrics = evaluator.evaluate()
-            curve.append((steps, float(torch.as_tensor(metrics.average_return))))
+            curve.append(
+                (
+                    steps,
+                    float(torch.as_tensor(metrics.average_return)),
+                    metrics.average_episode_length,
+                )
+            )
             eval_time += time.time() - eval_start
             next_eval += eval_every
-            print(f"seed {seed} {variant} steps {steps} return {curve[-1][1]:.1f}", flush=True)
+            print(f"seed {seed} {variant} steps {steps} return/length {curve[-1][1:]}", flush=True)
     env.close()
     eval_env.close()
     result = dict(
@@ -79,7 +85,8 @@ def worker(seed, variant, env_steps, eval_every, prenorm_steps, out) -> None:
         env_steps=steps,
         curve=curve,
         final_return=curve[-1][1],
-        best_return=max(r for _, r in curve),
+        best_return=max(c[1] for c in curve),
+        final_episode_length=curve[-1][2],
         wall_s=time.time() - start,
         eval_s=eval_time,
     )
@@ -89,13 +96,15 @@ def worker(seed, variant, env_steps, eval_every, prenorm_steps, out) -> None:
 
 def summary(runs: list[dict]) -> str:
     lines = [
-        "| variant | seed | env steps | final eval return | best eval return | wall s |",
-        "|---|---|---|---|---|---|",
+        "| variant | seed | env steps | final eval return | final eval episode length "
+        "| best eval return | wall s |",
+        "|---|---|---|---|---|---|---|",
     ]
     for run in runs:
         lines.append(
             f"| {run['variant']} | {run['seed']} | {run['env_steps']:,} | "
-            f"{run['final_return']:.1f} | {run['best_return']:.1f} | {run['wall_s']:.0f} |"
+            f"{run['final_return']:.1f} | {run.get('final_episode_length', '-')} | "
+            f"{run['best_return']:.1f} | {run['wall_s']:.0f} |"
         )
     for variant in VARIANTS:
         finals = [r["final_return"] for r in runs if r["variant"] == variant]
@@ -120,7 +129,12 @@ def main() -> None:
     args = parser.parse_args()
     if args.worker:
         worker(
-            args.seeds[0], args.worker, args.env_steps, args.eval_every, args.prenorm_steps, args.out
+            args.seeds[0],
+            args.worker,
+            args.env_steps,
+            args.eval_every,
+            args.prenorm_steps,
+            args.out,
         )
         return
     runs = []
@@ -130,7 +144,8 @@ def main() -> None:
             out = f"/tmp/obs_norm_hopper_{seed}_{variant}.json"
             cmd = [sys.executable, __file__, "--worker", variant, "--seeds", str(seed)]
             cmd += ["--out", out, "--env_steps", str(args.env_steps)]
-            cmd += ["--eval_every", str(args.eval_every), "--prenorm_steps", str(args.prenorm_steps)]
+            cmd += ["--eval_every", str(args.eval_every)]
+            cmd += ["--prenorm_steps", str(args.prenorm_steps)]
             subprocess.run(cmd, check=True)
             with open(out) as f:
                 runs.append(json.load(f))
