@@ -500,3 +500,10 @@ def prenormalizing(transformer: DataTransformer):
     finally:
         for m in members:
             m._prenormalizing = False
+
+
+# Register the configurables of the transformers in their own modules whenever this module
+# is imported (a gin conf names ``@FrameStacker`` without importing it). Safe in either
+# import order: a partially initialized module is only bound here, never read.
+import alf.algorithms.frame_stacker  # noqa: E402, F401
+import alf.algorithms.hindsight_relabeler  # noqa: E402, F401
