@@ -26,6 +26,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -109,8 +110,11 @@ def _run(cmd: list[str], log_path: str) -> tuple[float, float, float]:
 def run_alf(conf: str, root_dir: str, seed: int, conf_params: list[str], num_threads: int) -> dict:
     """Train with ``python -m alf.bin.train`` and read the results from its summaries.
 
-    ``num_threads`` goes to ``--num_threads`` (0: torch's default).
+    ``num_threads`` goes to ``--num_threads`` (0: torch's default). A ``root_dir``
+    left by an earlier benchmark run is removed first: alf would resume from it.
     """
+    if os.path.exists(root_dir):
+        shutil.rmtree(root_dir)
     cmd = [
         sys.executable,
         "-m",
@@ -615,11 +619,16 @@ def threads_text(record: dict) -> str:
 
 
 def _alf_update_stats(root_dir: str, num_epochs: int) -> list[dict]:
-    """Per summary iteration: SB3's definitions on alf's per-minibatch loss summaries.
+    """Per summary iteration: alf's loss summaries of ``approx_kl`` and ``clip_fraction``.
 
-    ``clip_fraction``: mean over all minibatches of the iteration; ``approx_kl``: mean
-    over the last epoch's minibatches (as SB3 logs them).
+    alf writes one value per name and iteration: the mean over all the iteration's
+    minibatches (``alf.summary.average_scalars``). That is SB3's definition of the
+    clip fraction; SB3's logged approx KL is the mean over the last epoch only (KL
+    grows over the epochs, so SB3's figure is the larger of the two definitions).
+    Older runs wrote one value per minibatch: those are averaged the same way.
+    ``num_epochs`` is kept for the callers' signature.
     """
+    del num_epochs
     train_dir = os.path.join(root_dir, "train")
     per_step = {}
     for name in ("approx_kl", "clip_fraction"):
@@ -630,11 +639,10 @@ def _alf_update_stats(root_dir: str, num_epochs: int) -> list[dict]:
         kl, clip = values.get("approx_kl", []), values.get("clip_fraction", [])
         if not kl or not clip:
             continue
-        last_epoch = kl[-max(len(kl) // num_epochs, 1) :]
         stats.append(
             {
                 "iteration": step,
-                "approx_kl": statistics.fmean(last_epoch),
+                "approx_kl": statistics.fmean(kl),
                 "clip_fraction": statistics.fmean(clip),
             }
         )

@@ -123,8 +123,9 @@ def markdown(record: dict) -> str:
   observations and rewards; alf has no normalizer yet), HalfCheetah-v5 instead of v3,
   {record["num_env_steps"]:,} instead of 1M steps — so returns are far below the zoo's
   and only comparable between the two columns here. Remaining framework differences:
-  weight initialization (SB3 ortho_init=False: PyTorch defaults; alf: its own), and alf
-  writes its 5 checkpoints (not subtracted). alf conf: `{CONF}`.
+  bias initialization (weights: PyTorch's default init on both sides, output layers
+  included; biases: SB3 PyTorch's default uniform, alf 0), and alf writes its 5
+  checkpoints (not subtracted). alf conf: `{CONF}`.
 - Columns as in the CartPole section (no start-up estimate: the 20,480-step intervals
   are too noisy for it); raw data: `benchmarks/results/{NAME}.json`.
 {bench.notes_text(record)}
@@ -146,11 +147,12 @@ Eval AverageReturn by env steps:
 
 {bench.eval_curves_table(runs)}
 
-PPO update diagnostics, SB3's definitions for both (approx KL = mean of (ρ − 1) − log ρ,
-averaged over the last epoch's minibatches, clip
-fraction averaged over all {SB3_PPO["n_epochs"]} × 8 minibatches of an iteration),
-median over iterations (alf: its summary iterations, every 10th; SB3: every iteration;
-empty when the run's files are gone):
+PPO update diagnostics (approx KL = mean of (ρ − 1) − log ρ; clip fraction averaged over
+all {SB3_PPO["n_epochs"]} × 8 minibatches of an iteration, for both; approx KL: alf
+averages it over all minibatches of the iteration, SB3 logs the mean over the last
+epoch only, which is larger since the policy moves further with each epoch), median
+over iterations (alf: its summary iterations, every 10th; SB3: every iteration; empty
+when the run's files are gone):
 
 {bench.update_stats_table(runs, SB3_PPO["n_epochs"])}
 """

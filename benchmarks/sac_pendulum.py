@@ -29,6 +29,7 @@ import datetime
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -230,8 +231,13 @@ def _scalars(event_dir: str, tag: str) -> list[tuple[int, float, float]]:
 
 
 def run_alf(seed: int, work_dir: str) -> dict:
-    """``alf.bin.train`` on the example conf; results from its tensorboard summaries."""
+    """``alf.bin.train`` on the example conf; results from its tensorboard summaries.
+
+    A run directory left by an earlier benchmark run is removed first: alf would resume it.
+    """
     root_dir = os.path.join(work_dir, f"alf_seed{seed}")
+    if os.path.exists(root_dir):
+        shutil.rmtree(root_dir)
     cmd = [
         sys.executable,
         "-m",

@@ -9,6 +9,7 @@ import torch
 import alf
 import alf.nest as nest
 from alf.algorithms.actor_critic_loss import ActorCriticLoss
+from alf.algorithms.mirror_loss import check_mirror_setup, mirror_info
 from alf.algorithms.on_policy_algorithm import OnPolicyAlgorithm
 from alf.data_structures import AlgStep, TimeStep
 from alf.networks.actor_distribution_networks import ActorDistributionNetwork
@@ -50,6 +51,7 @@ class ActorCriticInfo(NamedTuple):
     rollout_value: object = ()
     advantages: object = ()
     returns: object = ()
+    mirror: object = ()  # MirrorInfo when the loss has a mirror (mirror_loss.py), else ()
 
 
 @alf.configurable
@@ -122,6 +124,8 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
         if value_optimizer is not None:
             self.add_optimizer(value_optimizer, [value_network])
         self._loss = loss if loss is not None else loss_class(debug_summaries=debug_summaries)
+        self._mirror = getattr(self._loss, "mirror", None)
+        check_mirror_setup(self._mirror, observation_spec, action_spec, actor_network, name)
         if epsilon_greedy is None:
             epsilon_greedy = getattr(config, "epsilon_greedy", 0.0)
         self._epsilon_greedy = epsilon_greedy
@@ -184,6 +188,7 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
             rollout_value=rollout_info.value,
             advantages=rollout_info.advantages,
             returns=rollout_info.returns,
+            mirror=self._mirror_info_if_used(dist, inputs.observation),
         )
         return AlgStep(
             output=(), state=ActorCriticState(actor=actor_state, value=value_state), info=info
@@ -195,6 +200,12 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
         if uses_entropy is None or uses_entropy():
             return dist_utils.compute_entropy(dist)
         return ()
+
+    def _mirror_info_if_used(self, dist, observation):
+        """``MirrorInfo`` (one more actor forward) if the loss has a mirror, else ``()``."""
+        if self._mirror is None:
+            return ()
+        return mirror_info(self._actor_network, dist, observation, self._mirror)
 
     def calc_loss(self, info: ActorCriticInfo):
         return self._loss(info)

@@ -16,6 +16,7 @@ import torch
 import torch.nn as nn
 
 import alf.nest as nest
+import alf.summary
 from alf.data_structures import LossInfo
 from alf.optimizers import OptimizerSpec
 from alf.tensor_specs import zeros_from_spec
@@ -161,7 +162,8 @@ class Algorithm(nn.Module):
         Returns:
             ``loss_info`` with ``loss`` reduced to a detached scalar. The global
             gradient norm of each optimizer (before clipping) is in
-            ``self.last_grad_norms``.
+            ``self.last_grad_norms``: for optimizers that clip, and for all while
+            summaries are recorded (computing it costs three kernels per optimizer).
         """
         loss = masked_mean(loss_info.loss, valid_masks, sample_weights)
         if not isinstance(loss_info.scalar_loss, tuple):
@@ -172,10 +174,12 @@ class Algorithm(nn.Module):
             optimizer.zero_grad(set_to_none=True)
         loss.backward()
         grad_norms = {}
+        summarize = alf.summary.should_record_summaries()
         for i, (spec, optimizer, params) in enumerate(optimizers):
             spec.update_lr(optimizer)
-            name = spec.name if spec.name not in grad_norms else f"{spec.name}_{i}"
-            grad_norms[name] = spec.clip_gradients(params)
+            if spec.gradient_clipping is not None or summarize:  # else the norm is unused
+                name = spec.name if spec.name not in grad_norms else f"{spec.name}_{i}"
+                grad_norms[name] = spec.clip_gradients(params)
             optimizer.step()
         self.last_grad_norms = grad_norms
         return loss_info._replace(loss=loss.detach())

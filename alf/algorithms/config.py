@@ -68,6 +68,12 @@ class TrainerConfig:
         mini_batch_size: number of sequences per minibatch (None: all).
         mini_batch_length: length of each minibatch sequence (None:
             ``unroll_length``).
+        trajectory_mini_batches: whole-buffer training on whole episode segments
+            (each env's unroll cut at FIRST steps) instead of ``mini_batch_length``
+            pieces: ``mini_batch_size`` segments per minibatch, padded to the
+            longest and masked (padding never counts), each started from its
+            rollout state. For recurrent policies (see
+            ``alf/algorithms/trajectory_batching.py`` and docs/recurrent_ppo.md).
         whole_replay_buffer_training: off-policy: train on the whole buffer,
             shuffled and split into minibatches, instead of sampling.
         clear_replay_buffer: clear the replay buffer after each training iteration.
@@ -87,6 +93,15 @@ class TrainerConfig:
             2-core machine.
         device: ``'cpu'``, ``'cuda'`` or None (cuda when available). The one place
             the training device is chosen.
+        init_from: start a new run from the weights of another run (issue 6): that
+            run's ``root_dir`` (its newest readable checkpoint), a checkpoint
+            directory, or a checkpoint file (``ckpt-<step>.pt``, ``ckpt-best.pt``).
+            Only the algorithm's module state is taken (not optimizers, counters,
+            RNG or replay buffer); the other run is only read. Ignored (with a log
+            line) when ``root_dir`` already has a checkpoint: the run resumes. See
+            ``alf.utils.init_from``.
+        init_from_normalizers: with ``init_from``, also take the data transformers'
+            state (normalizer statistics); False starts them afresh.
     """
 
     root_dir: str | None = None
@@ -119,6 +134,7 @@ class TrainerConfig:
     mini_batch_size: int | None = None
     mini_batch_length: int | None = None
     whole_replay_buffer_training: bool = True
+    trajectory_mini_batches: bool = False
     clear_replay_buffer: bool = True
     replay_buffer_length: int = 1024
     priority_replay: bool = False
@@ -128,6 +144,8 @@ class TrainerConfig:
     checkpoint_replay_buffer: bool = True
     num_threads: int = 1
     device: str | None = None
+    init_from: str | None = None
+    init_from_normalizers: bool = True
 
     def __post_init__(self):
         self._check()
@@ -144,6 +162,13 @@ class TrainerConfig:
         if self.num_iterations <= 0 and self.num_env_steps <= 0:
             raise ValueError(
                 "TrainerConfig needs a stopping rule: num_iterations > 0 or num_env_steps > 0"
+            )
+        if self.trajectory_mini_batches and not (
+            self.whole_replay_buffer_training and self.clear_replay_buffer
+        ):
+            raise ValueError(
+                "TrainerConfig.trajectory_mini_batches trains on the latest unroll: it needs "
+                "whole_replay_buffer_training=True and clear_replay_buffer=True"
             )
         if not 0.0 <= self.epsilon_greedy <= 1.0:
             raise ValueError(

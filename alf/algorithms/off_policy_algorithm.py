@@ -44,6 +44,7 @@ import torch
 import alf.nest as nest
 from alf.algorithms.data_transformer import statistics_frozen
 from alf.algorithms.rl_algorithm import RLAlgorithm
+from alf.algorithms.trajectory_batching import episode_segments, trajectory_mini_batches
 from alf.data_structures import BatchInfo, Experience, LossInfo, StepType
 from alf.experience_replayers.replay_buffer import ReplayBuffer
 from alf.tensor_specs import TensorSpec
@@ -201,17 +202,20 @@ class OffPolicyAlgorithm(RLAlgorithm):
             experience = nest.map_structure(lambda x: x[:-1], experience)
         else:
             experience = self.preprocess_experience(experience)
-        sequences = _split_sequences(experience, cfg.mini_batch_length)
-        num_sequences = nest.get_nest_batch_size(sequences, dim=1)
-        mini_batch_size = cfg.mini_batch_size or num_sequences
-        leaves = nest.flatten(sequences)
+        if cfg.trajectory_mini_batches:
+            segments = episode_segments(experience)
+
+            def epoch():
+                return trajectory_mini_batches(segments, cfg.mini_batch_size)
+        else:
+            sequences = _split_sequences(experience, cfg.mini_batch_length)
+
+            def epoch():
+                return _shuffled_mini_batches(sequences, cfg.mini_batch_size)
+
         for _ in range(cfg.num_updates_per_train_iter):
-            perm = torch.randperm(num_sequences)
-            for start in range(0, num_sequences, mini_batch_size):
-                index = perm[start : start + mini_batch_size]
-                self.update_from_experience(
-                    nest.pack_sequence_as(sequences, [x.index_select(1, index) for x in leaves])
-                )
+            for mini_batch in epoch():
+                self.update_from_experience(mini_batch)
                 if self.stop_training_epochs():
                     break
             if self.stop_training_epochs():
@@ -223,17 +227,12 @@ class OffPolicyAlgorithm(RLAlgorithm):
         length = cfg.mini_batch_length or cfg.unroll_length
         mini_batch_size = cfg.mini_batch_size or self._env.batch_size
         total = mini_batch_size * cfg.num_updates_per_train_iter
-        batch, batch_info = self._replay_buffer.get_batch(total, length)
-        experience = nest.map_structure(lambda x: x.transpose(0, 1), batch)
-        for i in range(cfg.num_updates_per_train_iter):
-            part = slice(i * mini_batch_size, (i + 1) * mini_batch_size)
-            part_info = to_device(nest.map_structure(lambda x, s=part: x[s], batch_info))
-            part_exp = self._prepare(
-                nest.map_structure(lambda x, s=part: x[:, s], experience),
-                batch_info.env_ids[part],
-                batch_info.positions[part],
-            )
-            self.update_from_experience(part_exp._replace(batch_info=part_info))
+        experience, batch_info = self._replay_buffer.get_batch(total, length, time_major=True)
+        for part_exp, part_info in _split_batch(
+            experience, batch_info, cfg.num_updates_per_train_iter, mini_batch_size
+        ):
+            part_exp = self._prepare(part_exp, part_info.env_ids, part_info.positions)
+            self.update_from_experience(part_exp._replace(batch_info=to_device(part_info)))
             if self.stop_training_epochs():
                 break
         self.after_train_iter(experience._replace(batch_info=batch_info))
@@ -290,6 +289,41 @@ def _sample_weights(experience: Experience) -> torch.Tensor | None:
     num_steps = experience.time_step.step_type.shape[0]
     weights = batch_info.importance_weights
     return weights.unsqueeze(0).expand(num_steps, *weights.shape)
+
+
+def _split_batch(experience: Experience, batch_info, num_parts: int, part_size: int):
+    """``num_parts`` consecutive pieces ``[T, part_size]`` of sampled ``experience``
+    ``[T, num_parts * part_size]`` with their ``batch_info`` ``[part_size]`` (the
+    whole as is when there is one piece)."""
+    if num_parts == 1:
+        yield experience, batch_info
+        return
+    for i in range(num_parts):
+        part = slice(i * part_size, (i + 1) * part_size)
+        yield (
+            nest.map_structure(lambda x, s=part: x[:, s], experience),
+            nest.map_structure(lambda x, s=part: x[s], batch_info),
+        )
+
+
+def _shuffled_mini_batches(sequences: Experience, mini_batch_size: int | None):
+    """One epoch over ``sequences`` ``[L, N]``: minibatches ``[L, mini_batch_size]``
+    of a random permutation of the ``N`` sequences (the last one may be smaller).
+
+    When one minibatch holds all ``N`` sequences it is ``sequences`` itself: the
+    loss is a mean over the minibatch, which no permutation of its rows changes,
+    so drawing and applying one would only cost time.
+    """
+    num_sequences = nest.get_nest_batch_size(sequences, dim=1)
+    mini_batch_size = mini_batch_size or num_sequences
+    if mini_batch_size >= num_sequences:
+        yield sequences
+        return
+    leaves, treespec = nest.flatten_with_spec(sequences)
+    perm = torch.randperm(num_sequences)
+    for start in range(0, num_sequences, mini_batch_size):
+        index = perm[start : start + mini_batch_size]
+        yield nest.unflatten(treespec, [x.index_select(1, index) for x in leaves])
 
 
 def _split_sequences(experience: Experience, length: int | None) -> Experience:

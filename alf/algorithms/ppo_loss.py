@@ -18,6 +18,10 @@ returns :math:`G` computed once per iteration from the rollout values):
 ``normalize_advantages`` (as in Stable-Baselines3 and OpenAI baselines).
 Summaries: ``approx_kl`` :math:`=\mathbb{E}[(\rho-1) - \log\rho]` (Schulman's
 low-variance estimator), ``clip_fraction``, ``explained_variance``, ``entropy``.
+
+With ``mirror_loss_coeff`` :math:`c_M > 0` and an env ``mirror``,
+:math:`L_t` gains :math:`c_M L^{mirror}_t` (Abdolhosseini et al. 2019; see
+``alf/algorithms/mirror_loss.py``), summarized as ``mirror_loss``.
 """
 
 from __future__ import annotations
@@ -29,8 +33,10 @@ import torch
 import alf
 import alf.summary
 from alf.algorithms.actor_critic_loss import ActorCriticLoss, element_wise_squared_loss
+from alf.algorithms.mirror_loss import mirror_loss
 from alf.data_structures import LossInfo, StepType
 from alf.utils.math_ops import explained_variance
+from alf.utils.mirror import Mirror
 from alf.utils.schedulers import as_scheduler
 
 
@@ -43,6 +49,7 @@ class PPOLossInfo(NamedTuple):
     approx_kl: object = ()
     clip_fraction: object = ()
     explained_variance: object = ()
+    mirror_loss: object = ()
 
 
 def _masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -66,6 +73,10 @@ class PPOLoss(ActorCriticLoss):
             a float, a scheduler, or ``[(progress, value), ...]`` (linear).
         value_clipping: clip the value change to ``[-c, c]`` around the rollout
             value (SB3's ``clip_range_vf``); None: no clipping.
+        mirror_loss_coeff: weight of the mirror (symmetry) loss; 0: off, and nothing
+            extra is computed.
+        mirror: the env's ``Mirror`` (the one given to its ``MirrorWrapper``); needed
+            when ``mirror_loss_coeff > 0``.
         debug_summaries: extra summaries.
         name: name in summaries.
     """
@@ -81,6 +92,8 @@ class PPOLoss(ActorCriticLoss):
         td_loss_weight: float = 1.0,
         importance_ratio_clipping=0.2,
         value_clipping: float | None = None,
+        mirror_loss_coeff: float = 0.0,
+        mirror: Mirror | None = None,
         debug_summaries: bool = False,
         name: str = "PPOLoss",
     ):
@@ -99,6 +112,19 @@ class PPOLoss(ActorCriticLoss):
         )
         self._ratio_clip = as_scheduler(importance_ratio_clipping)
         self._value_clipping = value_clipping
+        if mirror_loss_coeff < 0 or (mirror_loss_coeff > 0 and not isinstance(mirror, Mirror)):
+            raise ValueError(
+                f"{name}: mirror_loss_coeff must be >= 0 and, when > 0, needs mirror=Mirror(...);"
+                f" got mirror_loss_coeff={mirror_loss_coeff}, mirror={mirror!r}"
+            )
+        self._mirror_loss_coeff = float(mirror_loss_coeff)
+        self._mirror = mirror if self._mirror_loss_coeff > 0 else None
+
+    @property
+    def mirror(self) -> Mirror | None:
+        """The ``Mirror`` when the mirror loss is on (``train_step`` then fills
+        ``info.mirror``), else None."""
+        return self._mirror
 
     def _clip_range(self) -> float:
         return float(self._ratio_clip())
@@ -133,8 +159,13 @@ class PPOLoss(ActorCriticLoss):
         loss = pg_loss + self._td_loss_weight * td_loss
         if self._entropy_regularization:
             loss = loss + self._entropy_regularization * -info.entropy
+        if self._mirror is not None:
+            mirror_term = mirror_loss(info.mirror)
+            loss = loss + self._mirror_loss_coeff * mirror_term
         if alf.summary.should_record_summaries():
             extra = self._diagnostics(info, valid, ratio, log_ratio, eps, pg_loss, td_loss)
+            if self._mirror is not None:
+                extra = extra._replace(mirror_loss=_masked_mean(mirror_term.detach(), valid))
         elif with_approx_kl:  # the diagnostics cost time on every minibatch
             extra = PPOLossInfo(approx_kl=_approx_kl(ratio, log_ratio, valid))
         else:

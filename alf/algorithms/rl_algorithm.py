@@ -347,7 +347,10 @@ class RLAlgorithm(Algorithm):
         first = nest.flatten(experience.time_step)[0]
         num_steps, batch_size = first.shape[:2]
         initial = to_device(self.get_initial_train_state(batch_size))
-        if getattr(self._config, "use_rollout_state", False):
+        cfg = self._config
+        if getattr(cfg, "use_rollout_state", False) or getattr(
+            cfg, "trajectory_mini_batches", False
+        ):
             state = nest.prune_nest_like(
                 nest.map_structure(lambda x: x[0], experience.state), initial
             )

@@ -4,21 +4,45 @@ r"""Train a policy: ``python -m alf.bin.train --conf CONF --root_dir DIR``.
   ``root_dir`` already holds a run: the run's recorded conf is used (resume).
 * ``--conf_param 'Name.arg=value'`` / ``--gin_param 'Name.arg = value'``:
   override any configurable argument (repeatable).
-* ``--random_seed S``, ``--num_threads N``; ``--nostore_snapshot`` skips copying
-  the alf source into ``root_dir/alf``.
+* ``--random_seed S``, ``--num_threads N`` (``TrainerConfig.random_seed`` /
+  ``num_threads``); ``--nostore_snapshot`` skips copying the alf source into
+  ``root_dir/alf``.
+* ``--init_from DIR_OR_CHECKPOINT`` (``TrainerConfig.init_from``): start from the
+  network weights (and, with ``TrainerConfig.init_from_normalizers``, the default,
+  the data transformers' normalizer statistics) of another run: its ``root_dir``
+  (newest readable checkpoint), its ``train/algorithm`` directory, or a checkpoint
+  file such as ``ckpt-best.pt``. Optimizers, counters, RNG and replay buffer start
+  fresh; the other run is only read. Ignored when ``root_dir`` has its own
+  checkpoint (the run resumes). A parameter whose name or shape does not match is
+  an error naming it.
+* ``--from_record OLD_ROOT_DIR_OR_RUN_JSON``: re-run an experiment from its record
+  (``config_files/run.json``, see ``alf.utils.run_record``) into a new
+  ``--root_dir``: the recorded conf files, ``--conf_param`` and ``--gin_param``
+  values, seed, ``--num_threads`` and ``--init_from``. Flags given on this command
+  line override the recorded ones (``--conf_param`` values win over recorded ones
+  for the same name; ``--gin_param`` values come first).
+  A resume without ``--conf`` takes the same recorded values from ``root_dir``.
+
+Every run records how it was made: ``root_dir/alf_config.py`` (the operative
+configuration as a runnable conf, headed by comments with the command line,
+parameters, flags, seed and versions) and ``root_dir/config_files/run.json``
+(machine-readable, self-contained).
 
 Training into an existing ``root_dir`` resumes from its newest checkpoint.
 Bad input (missing conf, unknown configurable or argument, malformed
-``--conf_param``, unknown env id) prints one error line and exits with status 2
-before anything in ``root_dir`` is written. SIGTERM / SIGINT save a checkpoint
-and exit 0.
+``--conf_param``, unknown env id, a bad ``--init_from`` or ``--from_record``)
+prints one error line and exits with status 2 before anything in ``root_dir`` is
+written. SIGTERM / SIGINT save a checkpoint and exit 0.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
+import shutil
 import sys
+import tempfile
 
 from absl import app, flags
 
@@ -31,76 +55,183 @@ flags.DEFINE_multi_string("gin_param", [], "Gin binding overrides, e.g. 'Name.ar
 flags.DEFINE_integer("random_seed", None, "Random seed (TrainerConfig.random_seed).")
 flags.DEFINE_integer("num_threads", None, "Torch threads for training (TrainerConfig).")
 flags.DEFINE_bool("store_snapshot", True, "Store a snapshot of the alf source in root_dir.")
+flags.DEFINE_string(
+    "init_from", None, "Start from the weights of this run dir or checkpoint file (TrainerConfig)."
+)
+flags.DEFINE_string(
+    "from_record", None, "Re-run the experiment recorded in this root_dir or run.json."
+)
 
 FLAGS = flags.FLAGS
 
 
-def _resolve_conf(root_dir: str):
+@dataclasses.dataclass
+class RunArgs:
+    """Everything that configures a run, resolved from the flags (and a record)."""
+
+    conf: str
+    conf_params: list
+    gin_params: list
+    random_seed: int | None = None
+    num_threads: int | None = None
+    init_from: str | None = None
+    record_details: dict = dataclasses.field(default_factory=dict)
+
+    def overrides(self, root_dir: str) -> list:
+        """The flag values as ``--conf_param`` strings (after the user's, so those win)."""
+        result = [f"TrainerConfig.root_dir={root_dir!r}"]
+        for name in ("random_seed", "num_threads", "init_from"):
+            if getattr(self, name) is not None:
+                result.append(f"TrainerConfig.{name}={getattr(self, name)!r}")
+        return result
+
+
+def _absolute(path: str | None) -> str | None:
+    return None if path is None else os.path.abspath(os.path.expanduser(path))
+
+
+def _resolve_args(root_dir: str, scratch_dir: str) -> RunArgs:
     from alf.utils import run_record
 
-    if FLAGS.conf:
+    if FLAGS.from_record:
+        args = _args_from_record(scratch_dir)
+    elif FLAGS.conf:
         if not os.path.isfile(FLAGS.conf):
             raise SetupError(f"conf file '{FLAGS.conf}' does not exist")
-        conf, conf_params, gin_params = FLAGS.conf, [], []
+        args = RunArgs(FLAGS.conf, [], [])
     else:
         try:
-            conf, conf_params, gin_params = run_record.read_run_record(root_dir)
+            args = RunArgs(*run_record.read_run_record(root_dir))
         except FileNotFoundError as e:
             raise SetupError(f"--conf is required: {e}") from e
+        _take_recorded_flags(args, run_record.read_record(root_dir) or {}, root_dir)
     # Command-line values are immutable and the first one set wins: the new ones go first.
     # (This also checks their syntax before the slow imports below.)
     try:
-        conf_params = run_record.merge_conf_params(conf_params, FLAGS.conf_param)
+        args.conf_params = run_record.merge_conf_params(args.conf_params, FLAGS.conf_param)
     except ValueError as e:
         raise SetupError(one_line(e)) from e
-    return conf, conf_params, list(FLAGS.gin_param) + gin_params
+    args.gin_params = list(FLAGS.gin_param) + list(args.gin_params)
+    for name in ("random_seed", "num_threads"):
+        if getattr(FLAGS, name) is not None:
+            setattr(args, name, getattr(FLAGS, name))
+    if FLAGS.init_from is not None:
+        args.init_from = _absolute(FLAGS.init_from)
+    return args
 
 
-def build_trainer(root_dir: str):
-    """Parse the conf and build the ``PolicyTrainer`` (no file is written)."""
-    conf, conf_params, gin_params = _resolve_conf(root_dir)
+def _args_from_record(scratch_dir: str) -> RunArgs:
+    """The recorded run's arguments; its conf files are recreated in ``scratch_dir``."""
+    from alf.utils import run_record
+
+    if FLAGS.conf:
+        raise SetupError("give either --conf or --from_record, not both")
+    try:
+        path, record = run_record.load_record(FLAGS.from_record)
+    except ValueError as e:
+        raise SetupError(one_line(e)) from e
+    args = RunArgs(
+        conf=run_record.recreate_conf_files(record, scratch_dir),
+        conf_params=record.get("conf_params", []),
+        gin_params=record.get("gin_params", []),
+        record_details={
+            "recreated_from": path,
+            "original_conf_file": record.get("original_conf_file"),
+        },
+    )
+    return _take_recorded_flags(args, record, path)
+
+
+def _take_recorded_flags(args: RunArgs, record: dict, where: str) -> RunArgs:
+    """Set the seed, ``num_threads`` and ``init_from`` of ``args`` from a run record."""
+    recorded_flags = record.get("flags") or {}
+    args.random_seed = record.get("random_seed")
+    args.num_threads = recorded_flags.get("num_threads")
+    args.init_from = recorded_flags.get("init_from")
+    for name, kind in (("random_seed", int), ("num_threads", int), ("init_from", str)):
+        value = getattr(args, name)
+        if value is not None and not isinstance(value, kind):
+            raise SetupError(f"run record {where}: {name} must be a {kind.__name__}: {value!r}")
+    return args
+
+
+def build_trainer(root_dir: str, scratch_dir: str):
+    """Parse the conf and build the ``PolicyTrainer`` (nothing is written in ``root_dir``).
+
+    Returns:
+        ``(trainer, args)``: the trainer and the resolved ``RunArgs``.
+    """
+    args = _resolve_args(root_dir, scratch_dir)
 
     import alf
     from alf.algorithms.config import TrainerConfig
     from alf.trainers.policy_trainer import PolicyTrainer
     from alf.utils import common
 
-    overrides = [f"TrainerConfig.root_dir={root_dir!r}"]
-    if FLAGS.random_seed is not None:
-        overrides.append(f"TrainerConfig.random_seed={FLAGS.random_seed}")
-    if FLAGS.num_threads is not None:
-        overrides.append(f"TrainerConfig.num_threads={FLAGS.num_threads}")
     try:
-        common.parse_conf_file(conf, conf_params + overrides, gin_params)
+        common.parse_conf_file(
+            args.conf, args.conf_params + args.overrides(root_dir), args.gin_params
+        )
         alf.config_util.validate_pending_configs()
         trainer = PolicyTrainer(TrainerConfig())
     except SetupError:
         raise
     except (ValueError, TypeError, FileNotFoundError, KeyError, ImportError) as e:
         raise SetupError(one_line(e)) from e
-    return trainer, conf, conf_params, gin_params
+    return trainer, args
+
+
+def _record_details(trainer, args: RunArgs) -> dict:
+    details = {
+        "random_seed": trainer.random_seed,
+        "init_from_checkpoint": trainer.init_from_checkpoint,
+        "command_line": [sys.executable, "-m", "alf.bin.train", *sys.argv[1:]],
+        "flags": {
+            "random_seed": FLAGS.random_seed,
+            "num_threads": args.num_threads,
+            "init_from": args.init_from,
+            "store_snapshot": FLAGS.store_snapshot,
+        },
+    }
+    details.update(args.record_details)
+    return details
 
 
 def main(argv) -> int:
     del argv
-    from alf.utils import run_record
-
     if not FLAGS.root_dir:
         print("alf.bin.train: error: --root_dir is required", file=sys.stderr)
         return 2
     root_dir = os.path.abspath(os.path.expanduser(FLAGS.root_dir))
+    scratch_dir = tempfile.mkdtemp(prefix="alf-train-")
+    try:
+        return _train(root_dir, scratch_dir)
+    finally:
+        shutil.rmtree(scratch_dir, ignore_errors=True)
+
+
+def _train(root_dir: str, scratch_dir: str) -> int:
+    from alf.utils import run_record
+
     try:
         with deferred_logs():
-            trainer, conf, conf_params, gin_params = build_trainer(root_dir)
+            trainer, args = build_trainer(root_dir, scratch_dir)
     except SetupError as e:
         print(f"alf.bin.train: error: {e}", file=sys.stderr)
         return 2
     os.makedirs(root_dir, exist_ok=True)
-    run_record.write_run_record(root_dir, conf, conf_params, gin_params)
+    run_record.write_run_record(
+        root_dir,
+        args.conf,
+        args.conf_params,
+        args.gin_params,
+        details=_record_details(trainer, args),
+        resuming=trainer.has_checkpoint,
+    )
     run_record.write_operative_config(root_dir)
     if FLAGS.store_snapshot:
         run_record.store_snapshot(root_dir)
-    logging.info("Training in %s with conf %s", root_dir, conf)
+    logging.info("Training in %s with conf %s", root_dir, args.conf)
     trainer.train()
     run_record.write_operative_config(root_dir)
     return 0

@@ -7,6 +7,8 @@
 - ``FrameSkip``: repeat an action ``skip`` times, summing the rewards.
 - ``FrameResize`` / ``FrameGrayScale``: resize / gray-scale ``[H, W, C]`` images
   (Pillow and numpy; no OpenCV needed).
+- ``MirrorWrapper``: declares the env's left/right mirror of observations and
+  actions (``alf.utils.mirror.Mirror``) for the mirror loss; changes no data.
 
 An *image* is a ``Box`` of rank 3 (``[H, W, C]``). Image wrappers act on the
 observation if it is an image, or on every image inside a ``Dict`` / ``Tuple``
@@ -25,6 +27,7 @@ from gymnasium import spaces
 from PIL import Image
 
 import alf
+from alf.utils.mirror import Mirror
 
 # ----------------------------------------------------------------------------
 # helpers mapping (space, value) pairs through nested Dict / Tuple spaces
@@ -297,3 +300,64 @@ class FrameSkip(gym.Wrapper):
             if terminated or truncated:
                 break
         return observation, total_reward, terminated, truncated, info
+
+
+@alf.configurable
+class MirrorWrapper(gym.Wrapper):
+    """Declare how to mirror the env's observations and actions (for the mirror loss).
+
+    Passes every step through unchanged. It validates ``mirror`` against the env's
+    spaces (both must be flat ``Box`` vectors of the mirrored sizes) and exposes it as
+    ``mirror`` and as ``mirror_observation_indices``, ``mirror_observation_signs``,
+    ``mirror_action_indices``, ``mirror_action_signs`` (read them through any outer
+    wrapper with ``env.get_wrapper_attr(name)`` or ``mirror_of(env)``).
+
+    The algorithm does not read the env: give the same ``Mirror`` to
+    ``PPOLoss(mirror=..., mirror_loss_coeff=...)`` (see
+    ``alf/examples/ppo_mirror_walker_conf.py``). Abdolhosseini et al. 2019,
+    "On Learning Symmetric Locomotion".
+
+    Args:
+        env: the gymnasium env (observation and action: flat ``Box``).
+        mirror: the env's mirror maps.
+    """
+
+    def __init__(self, env: gym.Env, mirror: Mirror):
+        super().__init__(env)
+        if not isinstance(mirror, Mirror):
+            raise TypeError(f"MirrorWrapper needs an alf.utils.mirror.Mirror, got {mirror!r}")
+        owner = f"MirrorWrapper({env.spec.id if env.spec else type(env.unwrapped).__name__})"
+        for space, what in ((env.observation_space, "observation"), (env.action_space, "action")):
+            if not isinstance(space, spaces.Box):
+                raise ValueError(f"{owner}: the {what} space must be a flat Box, got {space}")
+        mirror.check_specs(env.observation_space, env.action_space, owner)
+        self._mirror = mirror
+
+    @property
+    def mirror(self) -> Mirror:
+        return self._mirror
+
+    @property
+    def mirror_observation_indices(self) -> np.ndarray:
+        return self._mirror.observation.indices
+
+    @property
+    def mirror_observation_signs(self) -> np.ndarray:
+        return self._mirror.observation.signs
+
+    @property
+    def mirror_action_indices(self) -> np.ndarray:
+        return self._mirror.action.indices
+
+    @property
+    def mirror_action_signs(self) -> np.ndarray:
+        return self._mirror.action.signs
+
+
+def mirror_of(env: gym.Env) -> Mirror | None:
+    """The ``Mirror`` declared by a ``MirrorWrapper`` anywhere in ``env``'s wrapper chain."""
+    while isinstance(env, gym.Wrapper):
+        if isinstance(env, MirrorWrapper):
+            return env.mirror
+        env = env.env
+    return None

@@ -14,6 +14,8 @@ entry points are module paths, never objects living only in the parent.
   reset seed, for same-seed / different-seed tests (time limit 50 steps).
 - ``ImageEnv-v0``: ``[H, W, 3]`` uint8 image observations (a deterministic
   gradient that moves with the step count) for image wrapper tests.
+- ``MirrorPointEnv-v0``: a 2-D point steered to the origin, symmetric under
+  ``x -> -x`` (``MIRROR_POINT_MIRROR``), for mirror-loss tests.
 - ``BrokenEnv-v0``: its constructor raises ``RuntimeError`` (subprocess error tests).
 """
 
@@ -22,6 +24,8 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+
+from alf.utils.mirror import Mirror
 
 _MODULE = "alf.environments.toy_envs"
 
@@ -216,6 +220,52 @@ class ImageEnv(gym.Env):
         return self._obs(), 1.0, self._count >= self._terminate_at, False, {}
 
 
+class MirrorPointEnv(gym.Env):
+    """A point in the plane steered toward the origin; symmetric under ``x -> -x``.
+
+    Observation ``(x, y)``, starting uniform in ``[-1, 1]^2`` (from the reset seed);
+    action ``(dx, dy)`` in ``[-1, 1]^2`` moves the point by ``0.1 * action``; reward
+    ``-|(x, y)|_2`` after the move; terminates after ``episode_length`` steps. The
+    dynamics and reward commute with the reflection ``x -> -x``, ``dx -> -dx``
+    (``MIRROR_POINT_MIRROR``), so the optimal policy is mirror-symmetric.
+
+    Args:
+        episode_length: number of steps before termination.
+    """
+
+    def __init__(self, episode_length: int = 10):
+        self.observation_space = spaces.Box(-np.inf, np.inf, shape=(2,), dtype=np.float32)
+        self.action_space = spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)
+        self._episode_length = episode_length
+        self._position = np.zeros(2)
+        self._count = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self._position = self.np_random.uniform(-1.0, 1.0, size=2)
+        self._count = 0
+        return self._position.astype(np.float32), {}
+
+    def step(self, action):
+        action = np.clip(np.asarray(action, dtype=np.float64), -1.0, 1.0)
+        self._position = self._position + 0.1 * action
+        self._count += 1
+        reward = -float(np.linalg.norm(self._position))
+        terminated = self._count >= self._episode_length
+        return self._position.astype(np.float32), reward, terminated, False, {}
+
+
+#: ``MirrorPointEnv``'s reflection ``x -> -x``: observation ``(x, y) -> (-x, y)``,
+#: action ``(dx, dy) -> (-dx, dy)``.
+MIRROR_POINT_MIRROR = Mirror(
+    observation_indices=[0, 1],
+    action_indices=[0, 1],
+    observation_signs=[-1, 1],
+    action_signs=[-1, 1],
+    name="MirrorPointEnv",
+)
+
+
 class BrokenEnv(gym.Env):
     """An env whose constructor always raises ``RuntimeError`` (for error-path tests)."""
 
@@ -235,4 +285,5 @@ _register("CountingEnv")
 _register("ContinuousCountingEnv")
 _register("RandomStartEnv", max_episode_steps=50)
 _register("ImageEnv")
+_register("MirrorPointEnv")
 _register("BrokenEnv")

@@ -77,7 +77,7 @@ class ReplayBuffer:
             ),
             data_spec,
         )
-        self._flat_buffer = nest.flatten(self._buffer)
+        self._flat_buffer, self._treespec = nest.flatten_with_spec(self._buffer)
         self._current_pos = torch.zeros(num_environments, dtype=torch.int64)
         self._clear_pos = torch.zeros(num_environments, dtype=torch.int64)
         self._env_range = torch.arange(num_environments)
@@ -160,9 +160,9 @@ class ReplayBuffer:
             env_ids = self._env_range
         env_ids = env_ids.to(device="cpu", dtype=torch.int64)
         pos = self._current_pos[env_ids]
-        index = pos % self._max_length
+        slots = self._leaf(env_ids, pos)
         for storage, value in zip(self._flat_buffer, nest.flatten(batch)):
-            storage[env_ids, index] = value.to(storage.device, storage.dtype)
+            _put(storage, slots, value)
         self._current_pos[env_ids] += 1
         if self._prioritized:
             self._set_priority_leaves(self._leaf(env_ids, pos), self._max_priority**self._alpha)
@@ -182,15 +182,12 @@ class ReplayBuffer:
                 self.add_batch(nest.map_structure(lambda x, t=t: x[t], steps), env_ids)
             return
         pos = self._current_pos[env_ids] + torch.arange(num_steps).unsqueeze(1)  # [T, B]
-        index = pos % self._max_length
-        rows = env_ids.expand_as(index)
+        slots = self._leaf(env_ids.expand_as(pos), pos)
         for storage, value in zip(self._flat_buffer, nest.flatten(steps)):
-            storage[rows, index] = value.to(storage.device, storage.dtype)
+            _put(storage, slots, value)
         self._current_pos[env_ids] += num_steps
         if self._prioritized:
-            self._set_priority_leaves(
-                self._leaf(rows, pos).reshape(-1), self._max_priority**self._alpha
-            )
+            self._set_priority_leaves(slots.reshape(-1), self._max_priority**self._alpha)
 
     def _set_priority_leaves(self, leaves: torch.Tensor, values) -> None:
         """Set ``p^alpha`` of slots ``leaves`` ``[K]`` in both trees."""
@@ -216,7 +213,9 @@ class ReplayBuffer:
         indices = torch.arange(pos - size, pos) % self._max_length
         return nest.map_structure(lambda x: x[:, indices], self._buffer)
 
-    def get_batch(self, batch_size: int, batch_length: int, generator=None):
+    def get_batch(
+        self, batch_size: int, batch_length: int, generator=None, time_major: bool = False
+    ):
         """Sample ``batch_size`` sequences of ``batch_length`` consecutive steps of one env each.
 
         Uniform over all valid starts, or by priority with ``prioritized_sampling``.
@@ -230,9 +229,12 @@ class ReplayBuffer:
             batch_size: number of sequences ``B``.
             batch_length: steps per sequence ``T``.
             generator: optional ``torch.Generator`` for the draws.
+            time_major: return the batch as ``[T, B, ...]`` (what training
+                uses) instead of ``[B, T, ...]``; gathered that way directly.
 
         Returns:
-            ``(batch, BatchInfo)``: the batch ``[B, T, ...]`` (batch-major) and
+            ``(batch, BatchInfo)``: the batch ``[B, T, ...]`` (``[T, B, ...]`` if
+            ``time_major``) and
             ``BatchInfo(env_ids, positions, importance_weights)``, each ``[B]``:
             env id (int64), position of each sequence's first step (int64), and
             importance weights (float32; ``()`` for uniform sampling).
@@ -248,10 +250,11 @@ class ReplayBuffer:
         else:
             env_ids, first_pos = self._sample_uniform(batch_size, batch_length, generator)
             weights = ()
-        positions = first_pos.unsqueeze(1) + torch.arange(batch_length)
-        index = positions % self._max_length
-        rows = env_ids.unsqueeze(1)
-        batch = nest.map_structure(lambda x: x[rows, index], self._buffer)
+        positions = first_pos.unsqueeze(1) + torch.arange(batch_length)  # [B, T]
+        slots = env_ids.unsqueeze(1) * self._max_length + positions % self._max_length
+        if time_major:
+            slots = slots.t()
+        batch = nest.unflatten(self._treespec, [_take(x, slots) for x in self._flat_buffer])
         info = BatchInfo(env_ids=env_ids, positions=first_pos, importance_weights=weights)
         return batch, info
 
@@ -516,3 +519,23 @@ class ReplayBuffer:
             logging.warning("%s: no priorities in the state; using max_priority", self._name)
             slots = self._num_envs * self._max_length
             self._set_all_priorities(torch.full((slots,), self._max_priority**self._alpha))
+
+
+def _put(storage: torch.Tensor, slots: torch.Tensor, value: torch.Tensor) -> None:
+    """Write ``value`` ``[*slots.shape, ...]`` into ``storage`` ``[num_envs, max_length, ...]``
+    at the flat slots ``slots`` (distinct): one ``index_copy_`` on the flattened view."""
+    flat = storage.view(-1, *storage.shape[2:])
+    value = value.to(storage.device, storage.dtype).reshape(-1, *storage.shape[2:])
+    flat.index_copy_(0, slots.reshape(-1).to(storage.device), value)
+
+
+def _take(storage: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
+    """``storage`` ``[num_envs, max_length, ...]`` at flat slots ``[M, N]`` → ``[M, N, ...]``.
+
+    One ``index_select`` on the flattened first two dims: cheaper than indexing
+    with an env-id and a position tensor (which broadcasts and checks both).
+    """
+    flat = storage.view(-1, *storage.shape[2:]).index_select(
+        0, slots.reshape(-1).to(storage.device)
+    )
+    return flat.reshape(*slots.shape, *storage.shape[2:])

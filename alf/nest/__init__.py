@@ -5,6 +5,7 @@ from alf.nest.nest import (
     batch_nest,
     flatten,
     flatten_with_path,
+    flatten_with_spec,
     get_field,
     get_nest_batch_size,
     is_namedtuple,
@@ -19,6 +20,7 @@ from alf.nest.nest import (
     set_field,
     slice_nest,
     stack_nests,
+    unflatten,
     unstack_nest,
 )
 
@@ -37,6 +39,8 @@ __all__ = [
     "nest_to_numpy",
     "nest_to_torch",
     "pack_sequence_as",
+    "flatten_with_spec",
+    "unflatten",
     "prune_nest_like",
     "set_field",
     "slice_nest",

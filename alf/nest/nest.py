@@ -47,6 +47,19 @@ def flatten(nest) -> list:
     return optree.tree_leaves(nest, is_leaf=_is_leaf, none_is_leaf=False, namespace=_NAMESPACE)
 
 
+def flatten_with_spec(nest) -> tuple[list, optree.PyTreeSpec]:
+    """``(leaves, treespec)`` of ``nest``; ``unflatten(treespec, leaves)`` rebuilds it.
+
+    For loops that rebuild the same structure many times: the spec is computed once.
+    """
+    return optree.tree_flatten(nest, is_leaf=_is_leaf, none_is_leaf=False, namespace=_NAMESPACE)
+
+
+def unflatten(treespec: optree.PyTreeSpec, leaves: Sequence):
+    """The nest of structure ``treespec`` (from ``flatten_with_spec``) with ``leaves``."""
+    return optree.tree_unflatten(treespec, list(leaves))
+
+
 def pack_sequence_as(nest, flat_sequence: Sequence):
     """Rebuild the structure of ``nest`` with the leaves of ``flat_sequence``."""
     treespec = _spec(nest)

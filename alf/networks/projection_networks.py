@@ -21,9 +21,14 @@ from alf.tensor_specs import BoundedTensorSpec, TensorSpec
 from alf.utils import dist_utils, math_ops
 
 
-def _projection_layer(input_size, output_size, gain, activation, bias_value=0.0):
+def _projection_layer(
+    input_size, output_size, gain, activation, bias_value=0.0, kernel_initializer=None
+):
     layer = nn.Linear(input_size, output_size)
-    variance_scaling_init(layer.weight.data, gain=gain, nonlinearity=activation)
+    if kernel_initializer is None:
+        variance_scaling_init(layer.weight.data, gain=gain, nonlinearity=activation)
+    else:
+        kernel_initializer(layer.weight.data)
     nn.init.constant_(layer.bias.data, bias_value)
     return layer
 
@@ -115,6 +120,10 @@ class NormalProjectionNetwork(Network):
             ``scale_distribution``).
         activation: applied to the mean (and state-dependent std) layer outputs.
         projection_output_init_gain: gain of the initial mean / std weights.
+        kernel_initializer: initializes the mean / std weights in place instead
+            (e.g. ``alf.initializers.torch_default_init`` to match another
+            framework's init); None: variance scaling with
+            ``projection_output_init_gain``.
         std_bias_initializer_value: initial std bias (or parameter) before ``std_transform``.
         squash_mean: squash the mean into the action bounds with tanh.
         state_dependent_std: compute the std from the input instead of a parameter.
@@ -132,6 +141,7 @@ class NormalProjectionNetwork(Network):
         action_spec,
         activation=math_ops.identity,
         projection_output_init_gain=0.3,
+        kernel_initializer=None,
         std_bias_initializer_value=0.0,
         squash_mean=True,
         state_dependent_std=False,
@@ -155,7 +165,11 @@ class NormalProjectionNetwork(Network):
             self._register_bounds(action_spec)
         self._squashing_transform = dist_squashing_transform or dist_utils.StableTanh()
         self._means_projection_layer = _projection_layer(
-            input_size, num_actions, projection_output_init_gain, activation
+            input_size,
+            num_actions,
+            projection_output_init_gain,
+            activation,
+            kernel_initializer=kernel_initializer,
         )
         if state_dependent_std:
             self._std_projection_layer = _projection_layer(
@@ -164,6 +178,7 @@ class NormalProjectionNetwork(Network):
                 projection_output_init_gain,
                 activation,
                 std_bias_initializer_value,
+                kernel_initializer,
             )
         else:
             self._std_projection_layer = None
@@ -215,11 +230,11 @@ class NormalProjectionNetwork(Network):
         if self._event_ndims:
             dist = dist_utils.DiagMultivariateNormal(means, stds, self._event_ndims)
         else:
-            dist = td.Normal(means, stds, validate_args=False)
+            dist = dist_utils.normal(means, stds)
         if not self._scale_distribution:
             return dist
         transforms = [
             self._squashing_transform,
             dist_utils.affine_transform(self._action_means, self._action_magnitudes),
         ]
-        return td.TransformedDistribution(dist, transforms, validate_args=False)
+        return dist_utils.elementwise_transformed(dist, transforms)

@@ -3,9 +3,12 @@
 Algorithms call ``alf.summary.scalar('name', value)`` freely: it does nothing
 unless a writer is set and recording is on (the trainer turns it on every
 ``summary_interval`` iterations), so summaries cost nothing on other steps.
+During a training iteration the trainer averages scalars (``average_scalars``):
+one value per name per iteration, the mean over its updates.
 """
 
 from alf.summary.summary_ops import (
+    average_scalars,
     enable_summary,
     flush,
     get_global_counter,
@@ -19,6 +22,7 @@ from alf.summary.summary_ops import (
 )
 
 __all__ = [
+    "average_scalars",
     "enable_summary",
     "flush",
     "get_global_counter",

@@ -6,7 +6,7 @@ import contextlib
 
 import torch
 
-_state = {"writer": None, "enabled": True, "record": False, "step": 0}
+_state = {"writer": None, "enabled": True, "record": False, "step": 0, "pending": None}
 
 
 def set_default_writer(writer) -> None:
@@ -51,11 +51,65 @@ def _to_float(value) -> float:
 
 
 def scalar(name: str, value, step: int | None = None) -> None:
-    """Write a scalar summary (a tensor is averaged) if recording."""
-    if should_record_summaries():
-        _state["writer"].add_scalar(
-            name, _to_float(value), _state["step"] if step is None else step
-        )
+    """Write a scalar summary (a tensor is averaged) if recording.
+
+    Inside ``average_scalars()`` the value is accumulated instead, and the mean
+    of all values given for ``(name, step)`` is written when the block ends.
+    """
+    if not should_record_summaries():
+        return
+    step = _state["step"] if step is None else step
+    pending = _state["pending"]
+    if pending is None:
+        _state["writer"].add_scalar(name, _to_float(value), step)
+        return
+    if isinstance(value, torch.Tensor):
+        value = value.detach().float().mean()
+    else:
+        value = float(value)
+    entry = pending.get((name, step))
+    if entry is None:
+        pending[(name, step)] = [value, 1]
+    else:
+        entry[0] = entry[0] + value
+        entry[1] += 1
+
+
+@contextlib.contextmanager
+def average_scalars():
+    """Average the scalars written in the block per name and step; write them at its end.
+
+    A training iteration makes many updates (PPO: epochs x minibatches), each
+    summarizing its loss terms. Inside this block those calls only add to a
+    running sum (no host sync, no protobuf), and one mean per name is written
+    when the block exits normally, so summary iterations cost little more than
+    others and the curve shows the iteration's average rather than its last
+    minibatch.
+    """
+    previous = _state["pending"]
+    _state["pending"] = {}
+    try:
+        yield
+    except BaseException:
+        _state["pending"] = previous
+        raise
+    pending, _state["pending"] = _state["pending"], previous
+    _write_pending(pending)
+
+
+def _write_pending(pending: dict) -> None:
+    if not pending or _state["writer"] is None:
+        return
+    keys = list(pending)
+    sums = [pending[k][0] for k in keys]
+    tensor_pos = [i for i, v in enumerate(sums) if isinstance(v, torch.Tensor)]
+    if tensor_pos:  # one device-to-host copy for all of them
+        device = sums[tensor_pos[0]].device
+        values = torch.stack([sums[i].to(device) for i in tensor_pos]).tolist()
+        for i, v in zip(tensor_pos, values):
+            sums[i] = v
+    for (name, step), total in zip(keys, sums):
+        _state["writer"].add_scalar(name, total / pending[(name, step)][1], step)
 
 
 def histogram(name: str, values, step: int | None = None) -> None:

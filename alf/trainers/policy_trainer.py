@@ -5,6 +5,11 @@ or ``num_env_steps`` is reached, and around it writes tensorboard summaries
 (``root_dir/train``, ``root_dir/eval``), evaluates the deterministic policy,
 and writes checkpoints (``root_dir/train/algorithm``).
 
+**Initialization from another run** (``TrainerConfig.init_from``): when
+``root_dir`` has no checkpoint of its own, the algorithm's weights (and, with
+``init_from_normalizers``, the data transformers' state) are loaded from another
+run's checkpoint at construction; see ``alf.utils.init_from``.
+
 **Exact resume.** A checkpoint holds the algorithm (networks, optimizers, data
 transformers), counters, metrics and RNG states, and the replay buffer of an
 off-policy algorithm (``TrainerConfig.checkpoint_replay_buffer``; not in
@@ -37,7 +42,7 @@ from alf.algorithms.data_transformer import create_data_transformer
 from alf.environments.utils import create_environment
 from alf.trainers.evaluator import Evaluator
 from alf.utils import device as device_utils
-from alf.utils import seeding
+from alf.utils import init_from, seeding
 from alf.utils.checkpoint_utils import Checkpointer
 from alf.utils.schedulers import update_progress
 
@@ -98,6 +103,7 @@ class PolicyTrainer:
             os.path.join(self._root_dir, "train", "algorithm"), keep=config.keep_checkpoints
         )
         self._evaluator = self._create_evaluator()
+        self._init_from_checkpoint = self._maybe_init_from()
         self._iteration = 0
         self._env_steps = 0
         self._best_eval = -math.inf
@@ -108,6 +114,21 @@ class PolicyTrainer:
     @property
     def algorithm(self):
         return self._algorithm
+
+    @property
+    def random_seed(self) -> int:
+        """The seed in use (drawn when ``TrainerConfig.random_seed`` is None)."""
+        return self._seed
+
+    @property
+    def has_checkpoint(self) -> bool:
+        """``root_dir`` has a checkpoint of its own: ``train()`` resumes from it."""
+        return bool(self._checkpointer.steps())
+
+    @property
+    def init_from_checkpoint(self) -> str | None:
+        """The checkpoint file the weights were initialized from (``TrainerConfig.init_from``)."""
+        return self._init_from_checkpoint
 
     @property
     def iteration(self) -> int:
@@ -140,6 +161,28 @@ class PolicyTrainer:
 
     def _create_algorithm(self):
         return create_algorithm(self._config, self._env, self._device)
+
+    def _maybe_init_from(self) -> str | None:
+        """Apply ``TrainerConfig.init_from`` unless ``root_dir`` has its own checkpoint.
+
+        Done at construction, so a bad ``init_from`` fails before anything is written.
+
+        Returns:
+            the checkpoint file the weights came from (None when not applied).
+        """
+        cfg = self._config
+        if not cfg.init_from:
+            return None
+        if self.has_checkpoint:
+            logging.info(
+                "%s has its own checkpoint: resuming from it and ignoring init_from=%s",
+                self._checkpointer.directory,
+                cfg.init_from,
+            )
+            return None
+        return init_from.initialize_from(
+            self._algorithm, cfg.init_from, with_data_transformer=cfg.init_from_normalizers
+        )
 
     # -- checkpoints -------------------------------------------------------------
 
@@ -274,7 +317,7 @@ class PolicyTrainer:
             record = self._iteration % cfg.summary_interval == 0
             alf.summary.set_global_counter(self._iteration)
             iter_start = time.time()
-            with alf.summary.record_if(record):
+            with alf.summary.record_if(record), alf.summary.average_scalars():
                 steps = self._algorithm.train_iter()
             iter_time = time.time() - iter_start
             self._iteration += 1

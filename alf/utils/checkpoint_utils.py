@@ -96,7 +96,18 @@ class Checkpointer:
                 raise CheckpointError(
                     f"Checkpoint {path} does not exist (available steps: {self.steps()})"
                 )
-            return _safe_load(path, map_location)
+            return safe_load(path, map_location)
+        newest = self.load_newest(map_location)
+        return None if newest is None else newest[1]
+
+    def load_newest(self, map_location="cpu") -> tuple[str, dict] | None:
+        """``(path, state)`` of the newest readable step checkpoint (None when there is none).
+
+        An unreadable checkpoint is skipped with a warning (the previous one is tried).
+
+        Raises:
+            CheckpointError: every checkpoint present is unreadable.
+        """
         steps = self.steps()
         if not steps:
             return None
@@ -104,12 +115,12 @@ class Checkpointer:
         for candidate in reversed(steps):
             path = self.path(candidate)
             try:
-                state = _safe_load(path, map_location)
+                state = safe_load(path, map_location)
             except CheckpointError as e:
                 logging.warning("%s; falling back to the previous checkpoint", e)
                 errors.append(str(e))
                 continue
-            return state
+            return path, state
         raise CheckpointError(
             f"None of the checkpoints in {self._dir} can be loaded: " + "; ".join(errors)
         )
@@ -118,7 +129,7 @@ class Checkpointer:
         path = os.path.join(self._dir, BEST_NAME)
         if not os.path.exists(path):
             raise CheckpointError(f"No best checkpoint {path}")
-        return _safe_load(path, map_location)
+        return safe_load(path, map_location)
 
 
 def _atomic_torch_save(state: dict, path: str) -> None:
@@ -141,7 +152,12 @@ def _atomic_torch_save(state: dict, path: str) -> None:
         os.close(dir_fd)
 
 
-def _safe_load(path: str, map_location) -> dict:
+def safe_load(path: str, map_location="cpu") -> dict:
+    """Load the checkpoint file ``path`` with ``torch.load(weights_only=True)``.
+
+    Raises:
+        CheckpointError: the file cannot be loaded safely or does not hold a dict.
+    """
     try:
         state = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as e:  # torch raises UnpicklingError, RuntimeError, EOFError, ...

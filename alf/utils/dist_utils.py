@@ -135,7 +135,7 @@ class DiagMultivariateNormal(td.Independent):
     """
 
     def __init__(self, loc, scale, event_ndims=1):
-        super().__init__(td.Normal(loc, scale, validate_args=False), event_ndims, False)
+        super().__init__(normal(loc, scale), event_ndims, False)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(DiagMultivariateNormal, _instance)
@@ -148,6 +148,57 @@ class DiagMultivariateNormal(td.Independent):
     @property
     def mode(self):
         return self.base_dist.loc
+
+
+def normal(loc: torch.Tensor, scale: torch.Tensor) -> td.Normal:
+    """``td.Normal(loc, scale, validate_args=False)``, built with less work.
+
+    torch broadcasts ``loc`` and ``scale`` through a generic shape computation
+    (~20 µs on the CPU); when ``scale`` already has ``loc``'s shape and dtype, or
+    is a learned ``[A]`` std that expands to it (a view), that is skipped. Other
+    cases go to torch.
+    """
+    suffix = loc.shape[max(loc.dim() - scale.dim(), 0) :]
+    if scale.shape != loc.shape and scale.dim() <= loc.dim() and scale.shape == suffix:
+        scale = scale.expand(loc.shape)
+    if scale.shape != loc.shape or scale.dtype != loc.dtype:
+        return td.Normal(loc, scale, validate_args=False)
+    dist = td.Normal.__new__(td.Normal)
+    dist.loc, dist.scale = loc, scale
+    td.Distribution.__init__(dist, loc.shape, validate_args=False)
+    return dist
+
+
+def elementwise_transformed(base: td.Distribution, transforms: list) -> td.TransformedDistribution:
+    """``td.TransformedDistribution(base, transforms, validate_args=False)`` for
+    element-wise transforms (``StableTanh``, ``AffineTransform`` with parameters that
+    broadcast to ``base``'s event shape), whose shapes are ``base``'s.
+
+    torch derives the shapes by composing the transforms and querying their
+    domains (~60 µs per call on the CPU, three times per SAC update); for this
+    common squashed-Gaussian case they are known. Other transforms go to torch.
+    """
+    if not all(_is_elementwise(t, base.event_shape) for t in transforms):
+        return td.TransformedDistribution(base, transforms, validate_args=False)
+    dist = td.TransformedDistribution.__new__(td.TransformedDistribution)
+    dist.transforms = list(transforms)
+    dist.base_dist = base
+    td.Distribution.__init__(dist, base.batch_shape, base.event_shape, validate_args=False)
+    return dist
+
+
+def _is_elementwise(transform, event_shape: torch.Size) -> bool:
+    if isinstance(transform, StableTanh):
+        return True
+    if type(transform) is not td.AffineTransform or transform.event_dim != 0:
+        return False
+    for param in (transform.loc, transform.scale):
+        shape = param.shape if isinstance(param, torch.Tensor) else ()
+        if len(shape) > len(event_shape) or tuple(shape) != tuple(
+            event_shape[len(event_shape) - len(shape) :]
+        ):
+            return False
+    return True
 
 
 class StableTanh(td.Transform):

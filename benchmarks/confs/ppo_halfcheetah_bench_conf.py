@@ -17,9 +17,8 @@ Deviations from the zoo entry, for both frameworks:
 Differences between the two frameworks that remain:
 
 * Initialization: SB3 (ortho_init=False) uses PyTorch's default ``nn.Linear`` init;
-  alf's hidden layers use the same (``torch_default_init``); the output layers keep
-  alf's own (``projection_output_init_gain`` 0.3 for the mean, ValueNetwork's small
-  uniform last layer).
+  alf's weights use the same (``torch_default_init``) in every layer, the output
+  layers included. Biases: SB3's are PyTorch's default uniform, alf's are 0.
 * Actions: SB3 clips the sampled Gaussian action into the bounds before stepping
   the env; here ``ContinuousActionClip`` does the same (the unclipped action is
   what both train on).
@@ -73,6 +72,7 @@ alf.config(
             state_dependent_std=False,  # SB3: a learned log_std per action dim
             std_transform=torch.exp,
             std_bias_initializer_value=-2.0,  # log_std_init -2
+            kernel_initializer=torch_default_init,
             scale_distribution=False,
         ),
     ),
@@ -81,6 +81,7 @@ alf.config(
         fc_layer_params=hidden,
         activation=torch.relu,
         kernel_initializer=torch_default_init,
+        last_kernel_initializer=torch_default_init,
     ),
     loss_class=PPOLoss,
     optimizer=Adam(lr=2.0633e-05, eps=1e-5, gradient_clipping=0.8),

@@ -168,3 +168,21 @@ def test_distribution_params_round_trip(net):
     rebuilt = dist_utils.params_to_distributions(params, spec)["d"]
     action = dist.sample()
     torch.testing.assert_close(rebuilt.log_prob(action), dist.log_prob(action))
+
+
+def test_kernel_initializer_replaces_the_gain_init():
+    spec = BoundedTensorSpec((3,), minimum=-1.0, maximum=1.0)
+    torch.manual_seed(0)
+    default = NormalProjectionNetwork(256, spec, state_dependent_std=True)
+    custom = NormalProjectionNetwork(
+        256,
+        spec,
+        state_dependent_std=True,
+        std_bias_initializer_value=-1.0,
+        kernel_initializer=lambda w: torch.nn.init.constant_(w, 0.5),
+    )
+    for layer in (custom._means_projection_layer, custom._std_projection_layer):
+        assert torch.all(layer.weight == 0.5)
+    assert torch.all(custom._std_projection_layer.bias == -1.0)
+    # the default: variance scaling with gain 0.3 over fan-in 256 (std ~ 0.3 / 16)
+    assert default._means_projection_layer.weight.std().item() < 0.05

@@ -1,0 +1,224 @@
+"""Mirror loss on Walker2d-v5 (issue 6): symmetry error and return, with and without.
+
+    python benchmarks/mirror_walker.py [--seeds 0 1] [--num_env_steps 100000]
+
+Trains ``alf/examples/ppo_mirror_walker_conf.py`` through the CLI in a fresh
+subprocess per run, with ``PPOLoss.mirror_loss_coeff`` = 1 (the conf's) and 0, same
+seed and env-step budget, one torch thread, sequentially. Then, for each final
+checkpoint, it plays ``--num_episodes`` deterministic episodes (seeds 1000, 1001, ...)
+and measures
+
+* the eval return (mean over the episodes), and
+* the symmetry error: the mean over every state ``s`` visited in those episodes of
+  ``|| mu(s) - Psi_a(mu(Psi_o(s))) ||_2`` (``mu``: the deterministic action; ``Psi``:
+  ``alf.environments.mirrors.WALKER2D_V5_MIRROR``), plus the same for a freshly
+  initialized (untrained) policy on the same states, for scale.
+
+Results: ``benchmarks/results/mirror_walker.json`` and the section
+"## Mirror loss on Walker2d-v5 (issue 6)" of ``benchmarks/RESULTS.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, BENCH_DIR)
+
+import ppo_bench_utils as utils  # noqa: E402
+
+NAME = "mirror_walker"
+CONF = "alf/examples/ppo_mirror_walker_conf.py"
+HEADING = "## Mirror loss on Walker2d-v5 (issue 6)"
+COEFFS = (1.0, 0.0)
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    parser.add_argument("--num_env_steps", type=int, default=100_000)
+    parser.add_argument("--eval_interval", type=int, default=40, help="in iterations")
+    parser.add_argument("--num_episodes", type=int, default=10)
+    parser.add_argument("--work_dir", default="/tmp/mirror_walker")
+    parser.add_argument("--measure", default=None, help=argparse.SUPPRESS)
+    return parser.parse_args()
+
+
+# -- measuring one trained run (in its own process: a fresh configuration) -------------
+
+
+def _symmetry_errors(actor, mirror, observations):
+    import torch
+
+    from alf.utils import dist_utils
+
+    with torch.no_grad():
+        action = dist_utils.get_mode(actor(observations, ())[0])
+        mirrored = dist_utils.get_mode(actor(mirror.observation(observations), ())[0])
+        return (action - mirror.action(mirrored)).norm(dim=-1)
+
+
+def _play(algorithm, env, num_episodes, seed):
+    """Deterministic episodes; returns (episode returns, visited observations [N, 17])."""
+    import torch
+
+    from alf.data_structures import StepType
+
+    returns, observations = [], []
+    state = algorithm.get_initial_predict_state(1)
+    for episode in range(num_episodes):
+        env.seed(seed + episode)
+        time_step, total = env.reset(), 0.0
+        while True:
+            observations.append(time_step.observation[0].clone())
+            with torch.no_grad():
+                action = algorithm.predict_step(time_step, state).output
+            time_step = env.step(action)
+            total += float(time_step.reward[0])
+            if int(time_step.step_type[0]) == StepType.LAST:
+                break
+        returns.append(total)
+    return returns, torch.stack(observations)
+
+
+def measure(root_dir: str, num_episodes: int, seed: int) -> dict:
+    """Eval return and symmetry error of ``root_dir``'s final policy (and of a freshly
+    initialized one). The conf has no data transformer, so observations are the env's."""
+    from alf.bin.play import build_experiment, load_checkpoint
+    from alf.environments.mirrors import WALKER2D_V5_MIRROR
+
+    env, algorithm = build_experiment(root_dir, seed=seed)
+    untrained_state = {k: v.clone() for k, v in algorithm.actor_network.state_dict().items()}
+    algorithm.load_state_dict(load_checkpoint(root_dir)["algorithm"])
+    try:
+        returns, observations = _play(algorithm, env, num_episodes, seed=1000)
+    finally:
+        env.close()
+    trained = _symmetry_errors(algorithm.actor_network, WALKER2D_V5_MIRROR, observations)
+    algorithm.actor_network.load_state_dict(untrained_state)
+    untrained = _symmetry_errors(algorithm.actor_network, WALKER2D_V5_MIRROR, observations)
+    return {
+        "eval_returns": returns,
+        "eval_return_mean": statistics.fmean(returns),
+        "num_states": int(observations.shape[0]),
+        "symmetry_error": float(trained.mean()),
+        "symmetry_error_untrained": float(untrained.mean()),
+    }
+
+
+def _measure_in_subprocess(root_dir: str, num_episodes: int, seed: int) -> dict:
+    cmd = [sys.executable, __file__, "--measure", root_dir, "--num_episodes", str(num_episodes)]
+    cmd += ["--seeds", str(seed)]
+    out = subprocess.run(cmd, cwd=utils.REPO_DIR, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"measuring {root_dir} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# -- the benchmark -----------------------------------------------------------------------
+
+
+def run_one(args, coeff: float, seed: int) -> dict:
+    os.makedirs(args.work_dir, exist_ok=True)
+    root_dir = os.path.join(args.work_dir, f"coeff{coeff:g}_seed{seed}")
+    params = [
+        f"PPOLoss.mirror_loss_coeff={coeff}",
+        f"TrainerConfig.num_env_steps={args.num_env_steps}",
+        f"TrainerConfig.eval_interval={args.eval_interval}",
+    ]
+    run = utils.run_alf(CONF, root_dir, seed, params, num_threads=1)
+    run.update(mirror_loss_coeff=coeff, **_measure_in_subprocess(root_dir, args.num_episodes, seed))
+    return run
+
+
+def _row(run: dict) -> list:
+    return [
+        f"{run['mirror_loss_coeff']:g}",
+        run["seed"],
+        f"{run['env_steps']:,}",
+        utils.fmt(run["wall_s"]),
+        f"{run['symmetry_error']:.3f}",
+        f"{run['symmetry_error_untrained']:.3f}",
+        utils.fmt(run["eval_return_mean"]),
+        run["num_states"],
+    ]
+
+
+def markdown(record: dict) -> str:
+    runs = record["runs"]
+    lines = [
+        f"- Date: {record['machine']['date']} (start) — {record['end']} (end)",
+        f"- Machine: {record['machine']['cpu']}, `nproc` = {record['machine']['nproc']}; load "
+        f"average at start {record['load_start']}, at end {record['load_end']}. **Shared and "
+        "noisy**: other engineers' benchmarks ran at the same time, so wall times are only "
+        "indicative.",
+        f"- Software: alf {record['machine']['alf']}, torch {record['machine']['torch']}, "
+        f"gymnasium {record['machine']['gymnasium']}, mujoco; 1 torch thread.",
+        f"- Command: `{record['command']}`",
+        f"- Budget: {record['num_env_steps']:,} env steps per run (the conf's PPO: 1 env, "
+        "unroll 512, minibatch 64, 20 epochs, lr 5.05e-5), runs sequential; coefficient 1 "
+        "(the conf's) vs 0, same seeds. This is a short budget (zoo trains 1M steps): returns "
+        "are early-training returns.",
+        f"- Measured on the final checkpoint: {record['num_episodes']} deterministic episodes "
+        "(env seeds 1000+); symmetry error = mean over the visited states of "
+        "`||mu(s) - Psi_a(mu(Psi_o(s)))||_2` (actions in [-1, 1]^6); 'untrained' = the same "
+        "for a freshly initialized policy (seeded like the run) on the same states.",
+        f"- Raw data: `benchmarks/results/{NAME}.json`.",
+        "",
+        utils.markdown_table(
+            [
+                "mirror_loss_coeff",
+                "seed",
+                "env steps",
+                "wall s",
+                "symmetry error",
+                "untrained symmetry error",
+                "eval return",
+                "states",
+            ],
+            [_row(r) for r in runs],
+        ),
+    ]
+    for coeff in COEFFS:
+        chosen = [r for r in runs if r["mirror_loss_coeff"] == coeff]
+        if chosen:
+            lines.append(
+                f"\nMean over seeds, coefficient {coeff:g}: symmetry error "
+                f"{statistics.fmean(r['symmetry_error'] for r in chosen):.3f}, eval return "
+                f"{statistics.fmean(r['eval_return_mean'] for r in chosen):.1f} "
+                f"({len(chosen)} seed{'s' if len(chosen) > 1 else ''})."
+            )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    args = parse_args()
+    os.environ["PYTHONPATH"] = utils.REPO_DIR  # this checkout's alf, in every subprocess
+    if args.measure:
+        print(json.dumps(measure(args.measure, args.num_episodes, args.seeds[0])))
+        return
+    record = {
+        "machine": utils.machine_info(),
+        "load_start": utils.load_average(),
+        "command": "python benchmarks/mirror_walker.py " + " ".join(sys.argv[1:]),
+        "num_env_steps": args.num_env_steps,
+        "num_episodes": args.num_episodes,
+        "runs": [],
+    }
+    out_path = os.path.join(utils.RESULTS_DIR, f"{NAME}.json")
+    for seed in args.seeds:
+        for coeff in COEFFS:
+            record["runs"].append(run_one(args, coeff, seed))
+            record.update(end=utils.now(), load_end=utils.load_average())
+            utils.write_json(out_path, record)
+            utils.replace_section(HEADING, markdown(record))
+            print(json.dumps(_row(record["runs"][-1])), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""The PPO knobs of ``docs/ppo_knobs.md`` whose effect is not a plain pass-through.
+
+Checks: separate actor and critic optimizers (learning rate, Adam epsilon) update
+only their own network; ``TrainerConfig.num_threads`` (``--num_threads``) sets
+torch's intra-op thread count.
+"""
+
+import os
+
+import pytest
+import torch
+
+import alf
+from alf.algorithms.config import TrainerConfig
+from alf.algorithms.ppo_algorithm import PPOAlgorithm
+from alf.algorithms.ppo_loss import PPOLoss
+from alf.optimizers import Adam
+from alf.trainers.policy_trainer import PolicyTrainer
+from alf.utils import common, seeding
+from tests.algorithms.algorithm_test_utils import counting_env, make_algorithm, parameters_of
+
+TINY_CONF = os.path.join(os.path.dirname(__file__), "..", "confs", "tiny_ppo_conf.py")
+
+
+def _changed(before: dict, after: dict, prefix: str) -> list:
+    return [k for k in before if k.startswith(prefix) and not torch.equal(before[k], after[k])]
+
+
+@pytest.mark.parametrize("frozen, trained", [("_actor", "_value"), ("_value", "_actor")])
+def test_actor_and_critic_optimizers_update_only_their_network(frozen, trained):
+    seeding.set_random_seed(0)
+    env = counting_env(num_envs=4, seed=0)
+    lr_eps = {frozen: (0.0, 1e-3), trained: (1e-2, 1e-5)}
+    config = TrainerConfig(
+        unroll_length=10,
+        mini_batch_size=20,
+        mini_batch_length=1,
+        num_updates_per_train_iter=2,
+        replay_buffer_length=10,
+    )
+    try:
+        alg = make_algorithm(
+            PPOAlgorithm,
+            env,
+            config,
+            loss=PPOLoss(gamma=0.9, entropy_regularization=0.01),
+            actor_optimizer=Adam(lr=lr_eps["_actor"][0], eps=lr_eps["_actor"][1]),
+            value_optimizer=Adam(lr=lr_eps["_value"][0], eps=lr_eps["_value"][1]),
+        )
+        # the module-specific optimizers claim every parameter before the default one
+        groups = [g for _, opt, _ in alg.optimizers() for g in opt.param_groups]
+        assert [(g["lr"], g["eps"]) for g in groups] == [lr_eps["_actor"], lr_eps["_value"]]
+        before = parameters_of(alg)
+        alg.train_iter()
+        after = parameters_of(alg)
+    finally:
+        env.close()
+    assert not _changed(before, after, f"{frozen}_network")
+    assert _changed(before, after, f"{trained}_network")
+
+
+def test_num_threads_sets_torch_threads(tmp_path):
+    previous = torch.get_num_threads()
+    alf.reset_configs()
+    try:
+        params = ["TrainerConfig.num_threads=2", f"TrainerConfig.root_dir={str(tmp_path)!r}"]
+        common.parse_conf_file(TINY_CONF, params)
+        trainer = PolicyTrainer(TrainerConfig())
+        assert torch.get_num_threads() == 2
+        trainer.close()
+    finally:
+        alf.reset_configs()
+        torch.set_num_threads(previous)
