@@ -56,6 +56,12 @@ class TrainerConfig:
         progress_bar: terminal progress bar (only when stdout is a terminal).
         initial_collect_steps: off-policy: steps per environment collected before
             the first update.
+        num_prenormalization_steps: before training starts (not when resuming), step
+            every training env this many times with the initial policy to initialize
+            the statistics of the data transformers (``ObservationNormalizer``,
+            ``RewardNormalizer``); that data is neither stored nor trained on, but the
+            steps count as environment steps (``EnvironmentSteps``, ``num_env_steps``).
+            See ``RLAlgorithm.prenormalize``.
         num_updates_per_train_iter: off-policy: passes (epochs) over the data
             (whole-buffer training) or number of minibatches (sampling) per
             iteration.
@@ -123,6 +129,7 @@ class TrainerConfig:
     summarize_grads_and_vars: bool = False
     progress_bar: bool = True
     initial_collect_steps: int = 0
+    num_prenormalization_steps: int = 0
     num_updates_per_train_iter: int = 4
     mini_batch_size: int | None = None
     mini_batch_length: int | None = None

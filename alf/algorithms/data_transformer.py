@@ -5,15 +5,60 @@ batched ``TimeStep`` ``[B, ...]``; ``transform_experience(experience)`` runs on
 replayed raw experience ``[T, B, ...]`` (time-major). The two must agree: the
 algorithm trains on what rollout saw. Transformers are ``nn.Module``s, so their
 statistics (normalizers) are part of the checkpoint.
+
+**Replay buffer access.** The replay buffer stores raw (untransformed) steps.
+Transformers that need more than the replayed rows themselves (earlier frames for
+``FrameStacker``, future goals for ``HindsightExperienceTransformer``) declare
+``reads_replay_buffer = True``. ``OffPolicyAlgorithm`` hands them, in
+``experience.batch_info``, a ``BatchInfo(env_ids, positions, (), replay_buffer)``:
+the buffer row ``env_ids[b]`` and replay position ``positions[b]`` of row 0 of
+sequence ``b`` (row ``t`` is at ``positions[b] + t``), and the buffer itself.
+Because they read raw steps by position, such transformers must see the raw
+experience: they come before every other transformer (see
+``SequentialDataTransformer``).
+
+**Statistics** (``ObservationNormalizer``, ``RewardNormalizer``) are updated in
+one place only, chosen by ``update_mode``: ``'rollout'`` (in ``transform_timestep``
+during training unrolls) or ``'replay'`` (in ``transform_experience``). Nothing
+updates them while the module is in eval mode (evaluation, ``play``), inside
+``statistics_frozen`` (the bootstrap row, which is the next unroll's first step)
+— and every transform uses the current statistics. ``prenormalizing`` makes them
+update in ``transform_timestep`` whatever the mode (``TrainerConfig.
+num_prenormalization_steps``).
+
+The public names of ``FrameStacker`` (``alf/algorithms/frame_stacker.py``) and
+``HindsightExperienceTransformer`` (``alf/algorithms/hindsight_relabeler.py``) are
+also importable from here.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 
+import torch
 import torch.nn as nn
 
+import alf
+import alf.nest as nest
 from alf.data_structures import Experience, TimeStep
+from alf.tensor_specs import BoundedTensorSpec, TensorSpec
+from alf.utils.normalizers import AdaptiveNormalizer, ScalarAdaptiveNormalizer
+
+_LAZY = {
+    "FrameStacker": "alf.algorithms.frame_stacker",
+    "HindsightExperienceTransformer": "alf.algorithms.hindsight_relabeler",
+    "l2_distance_reward_fn": "alf.algorithms.hindsight_relabeler",
+}
+
+
+def __getattr__(name):
+    """Lazy re-export of the transformers living in their own modules (no import cycle)."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class DataTransformer(nn.Module):
@@ -24,6 +69,9 @@ class DataTransformer(nn.Module):
         state_spec: spec of the rollout state the transformer carries (``()``
             for stateless transformers).
     """
+
+    #: True for transformers that read the replay buffer in ``transform_experience``.
+    reads_replay_buffer = False
 
     def __init__(self, transformed_observation_spec, state_spec=()):
         super().__init__()
@@ -38,6 +86,22 @@ class DataTransformer(nn.Module):
     def state_spec(self):
         return self._state_spec
 
+    @property
+    def members(self) -> list[DataTransformer]:
+        """The transformers applied, in order (``[self]`` unless a sequence)."""
+        return [self]
+
+    def needs_replay(self) -> list[str]:
+        """Names of the member transformers that only work on replayed experience.
+
+        On-policy training keeps the rollout's transformed experience and never calls
+        ``transform_experience``, so it rejects these.
+        """
+        return [type(t).__name__ for t in self.members if t._needs_replay()]
+
+    def _needs_replay(self) -> bool:
+        return self.reads_replay_buffer
+
     def transform_timestep(self, time_step: TimeStep, state):
         """Transform a rollout/predict time step ``[B, ...]``; return ``(time_step, state)``."""
         raise NotImplementedError
@@ -47,21 +111,77 @@ class DataTransformer(nn.Module):
         raise NotImplementedError
 
 
-class IdentityDataTransformer(DataTransformer):
+class _TimeStepTransformer(DataTransformer):
+    """A stateless transformer that applies the same ``_transform(time_step)`` to the rollout
+    time step ``[B, ...]`` and to the replayed time steps ``[T, B, ...]``."""
+
+    def _transform(self, time_step: TimeStep) -> TimeStep:
+        raise NotImplementedError
+
+    def transform_timestep(self, time_step, state):
+        return self._transform(time_step), state
+
+    def transform_experience(self, experience):
+        return experience._replace(time_step=self._transform(experience.time_step))
+
+
+class IdentityDataTransformer(_TimeStepTransformer):
     """Changes nothing (the default)."""
 
     def __init__(self, observation_spec):
         super().__init__(observation_spec)
 
-    def transform_timestep(self, time_step, state):
-        return time_step, state
+    def _transform(self, time_step):
+        return time_step
 
-    def transform_experience(self, experience):
-        return experience
+
+@alf.configurable
+class UntransformedTimeStep(_TimeStepTransformer):
+    """Keep a copy of the raw time step in ``TimeStep.untransformed``.
+
+    Must be the first transformer, so the copy is the raw time step.
+    """
+
+    def __init__(self, observation_spec):
+        super().__init__(observation_spec)
+
+    def _transform(self, time_step):
+        return time_step._replace(untransformed=time_step._replace(untransformed=()))
+
+
+# -- ordering ------------------------------------------------------------------------
+
+
+def check_order(transformers: Sequence[DataTransformer]) -> None:
+    """Raise ``ValueError`` unless ``transformers`` are in a valid order.
+
+    Rules: ``UntransformedTimeStep`` comes first; transformers that read the replay
+    buffer directly (``reads_replay_buffer``: ``HindsightExperienceTransformer``,
+    ``FrameStacker``) come before all others, since they read raw steps from the
+    buffer and would undo or miss what an earlier transformer did.
+    """
+    names = [type(t).__name__ for t in transformers]
+    for i, t in enumerate(transformers):
+        if isinstance(t, UntransformedTimeStep) and i > 0:
+            raise ValueError(
+                f"Data transformer order: UntransformedTimeStep must come before "
+                f"{names[0]} (rule: UntransformedTimeStep is the first transformer); got {names}"
+            )
+    for i, t in enumerate(transformers):
+        if not t.reads_replay_buffer:
+            continue
+        for earlier, name in zip(transformers[:i], names[:i]):
+            if not earlier.reads_replay_buffer and not isinstance(earlier, UntransformedTimeStep):
+                raise ValueError(
+                    f"Data transformer order: {names[i]} must come before {name} (rule: "
+                    f"transformers that read the replay buffer directly, e.g. "
+                    f"HindsightExperienceTransformer and FrameStacker, come before all others "
+                    f"except UntransformedTimeStep); got {names}"
+                )
 
 
 class SequentialDataTransformer(DataTransformer):
-    """Applies a list of transformers in order.
+    """Applies a list of transformers in order (the order is checked: ``check_order``).
 
     Args:
         data_transformer_ctors: ctors called as ``ctor(observation_spec=spec)``,
@@ -76,6 +196,7 @@ class SequentialDataTransformer(DataTransformer):
             transformer = ctor(observation_spec=spec)
             spec = transformer.transformed_observation_spec
             transformers.append(transformer)
+        check_order(transformers)
         super().__init__(spec, state_spec=[t.state_spec for t in transformers])
         self._transformers = nn.ModuleList(transformers)
 
@@ -110,3 +231,279 @@ def create_data_transformer(data_transformer_ctor, observation_spec) -> DataTran
             return IdentityDataTransformer(observation_spec)
         return SequentialDataTransformer(data_transformer_ctor, observation_spec)
     return data_transformer_ctor(observation_spec=observation_spec)
+
+
+# -- rewards ---------------------------------------------------------------------------
+
+
+@alf.configurable
+class RewardClipping(_TimeStepTransformer):
+    """Clip rewards to ``[minmax[0], minmax[1]]``.
+
+    Args:
+        observation_spec: the observation spec (unchanged).
+        minmax: ``(min, max)`` of the clipped reward.
+    """
+
+    def __init__(self, observation_spec, minmax=(-1.0, 1.0)):
+        super().__init__(observation_spec)
+        if minmax[0] > minmax[1]:
+            raise ValueError(f"RewardClipping: minmax {minmax} has min > max")
+        self._minmax = tuple(minmax)
+
+    def _transform(self, time_step):
+        return time_step._replace(reward=time_step.reward.clamp(*self._minmax))
+
+
+@alf.configurable
+class RewardScaling(_TimeStepTransformer):
+    """Multiply rewards by ``scale``.
+
+    Args:
+        observation_spec: the observation spec (unchanged).
+        scale: the factor.
+    """
+
+    def __init__(self, observation_spec, scale: float):
+        super().__init__(observation_spec)
+        self._scale = scale
+
+    def _transform(self, time_step):
+        return time_step._replace(reward=time_step.reward * self._scale)
+
+
+# -- observations ----------------------------------------------------------------------
+
+
+def _field_paths(observation_spec, fields, who: str) -> list[str]:
+    """Check ``fields`` (dotted paths into the observation) exist; ``[""]`` when None."""
+    if fields is None:
+        return [""]
+    available = [p for p, _ in nest.flatten_with_path(observation_spec)]
+    paths = []
+    for field in fields:
+        try:
+            nest.get_field(observation_spec, field)
+        except (KeyError, AttributeError, IndexError, ValueError, TypeError) as e:
+            raise ValueError(
+                f"{who}: field '{field}' is not in the observation (its fields: {available})"
+            ) from e
+        paths.append(field)
+    return paths
+
+
+def map_fields(observation, fields: list[str], fn):
+    """``observation`` with each field ``f`` of ``fields`` replaced by ``fn(f, value)``."""
+    for field in fields:
+        observation = nest.set_field(
+            observation, field, fn(field, nest.get_field(observation, field))
+        )
+    return observation
+
+
+@alf.configurable
+class ImageScaleTransformer(_TimeStepTransformer):
+    """Scale uint8 images ``[0, 255]`` to float32 ``[min, max]``.
+
+    Args:
+        observation_spec: the observation spec.
+        fields: dotted paths of the image fields (None: the whole observation, which
+            must then be one uint8 tensor).
+        min: value of pixel 0.
+        max: value of pixel 255.
+    """
+
+    def __init__(self, observation_spec, fields=None, min: float = -1.0, max: float = 1.0):  # noqa: A002
+        self._fields = _field_paths(observation_spec, fields, "ImageScaleTransformer")
+        spec = observation_spec
+        for field in self._fields:
+            leaf = nest.get_field(observation_spec, field)
+            if nest.is_nested(leaf) or leaf.dtype != torch.uint8:
+                raise ValueError(
+                    f"ImageScaleTransformer: field '{field or 'observation'}' must be a uint8 "
+                    f"image, got {leaf}"
+                )
+            spec = nest.set_field(
+                spec, field, BoundedTensorSpec(leaf.shape, torch.float32, min, max)
+            )
+        super().__init__(spec)
+        self._min, self._scale = float(min), (float(max) - float(min)) / 255.0
+
+    def _transform(self, time_step):
+        def scale(field, x):
+            return x.to(torch.float32) * self._scale + self._min
+
+        return time_step._replace(
+            observation=map_fields(time_step.observation, self._fields, scale)
+        )
+
+
+# -- statistics --------------------------------------------------------------------------
+
+
+class _StatisticsTransformer(DataTransformer):
+    """A transformer with running statistics updated in one place (see the module doc).
+
+    Subclasses set ``self._normalizer`` and implement ``_select(time_step)`` (the nest
+    the statistics are about) and ``_normalized(time_step)`` (normalize with the current
+    statistics).
+    """
+
+    def __init__(self, observation_spec, update_mode: str, name: str):
+        super().__init__(observation_spec)
+        if update_mode not in ("rollout", "replay"):
+            raise ValueError(
+                f"{name}: update_mode must be 'rollout' or 'replay', got {update_mode!r}"
+            )
+        self._update_mode = update_mode
+        self._prenormalizing = False
+
+    @property
+    def update_mode(self) -> str:
+        return self._update_mode
+
+    def _needs_replay(self) -> bool:
+        return self._update_mode == "replay"
+
+    def _select(self, time_step: TimeStep):
+        raise NotImplementedError
+
+    def _normalized(self, time_step: TimeStep) -> TimeStep:
+        raise NotImplementedError
+
+    def transform_timestep(self, time_step, state):
+        rollout_update = self._update_mode == "rollout" or self._prenormalizing
+        if self.training and rollout_update:
+            self._normalizer.update(self._select(time_step))
+        return self._normalized(time_step), state
+
+    def transform_experience(self, experience):
+        if self.training and self._update_mode == "replay":
+            self._normalizer.update(self._select(experience.time_step))
+        return experience._replace(time_step=self._normalized(experience.time_step))
+
+
+@alf.configurable
+class ObservationNormalizer(_StatisticsTransformer):
+    """Normalize observation fields elementwise with running mean and variance.
+
+    Args:
+        observation_spec: the observation spec.
+        fields: dotted paths of the fields to normalize (None: all of the observation).
+        clipping: clip normalized values to ``[-clipping, clipping]`` (0: no clipping).
+        update_mode: ``'replay'`` (update in ``transform_experience``, from every
+            replayed batch, as ALF does) or ``'rollout'`` (update from every unrolled
+            step; required for on-policy training).
+        speed: None for the exact running average; else see ``RunningMeanVar``.
+        zero_mean: subtract the mean (else only scale).
+        variance_epsilon: added to the variance.
+    """
+
+    def __init__(
+        self,
+        observation_spec,
+        fields=None,
+        clipping: float = 0.0,
+        update_mode: str = "replay",
+        speed: float | None = None,
+        zero_mean: bool = True,
+        variance_epsilon: float = 1e-8,
+    ):
+        self._fields = _field_paths(observation_spec, fields, "ObservationNormalizer")
+        spec = observation_spec
+        for field in self._fields:
+            leaf = nest.get_field(observation_spec, field)
+            spec = nest.set_field(
+                spec, field, nest.map_structure(lambda s: TensorSpec(s.shape, torch.float32), leaf)
+            )
+        super().__init__(spec, update_mode, "ObservationNormalizer")
+        self._normalizer = AdaptiveNormalizer(
+            [nest.get_field(observation_spec, f) for f in self._fields],
+            speed=speed,
+            zero_mean=zero_mean,
+            variance_epsilon=variance_epsilon,
+            clipping=clipping,
+        )
+
+    @property
+    def normalizer(self) -> AdaptiveNormalizer:
+        return self._normalizer
+
+    def _select(self, time_step):
+        return [nest.get_field(time_step.observation, f) for f in self._fields]
+
+    def _normalized(self, time_step):
+        normalized = self._normalizer.normalize(self._select(time_step))
+        observation = time_step.observation
+        for field, value in zip(self._fields, normalized):
+            observation = nest.set_field(observation, field, value)
+        return time_step._replace(observation=observation)
+
+
+@alf.configurable
+class RewardNormalizer(_StatisticsTransformer):
+    """Divide rewards by their running standard deviation (optionally minus the mean).
+
+    Args:
+        observation_spec: the observation spec (unchanged).
+        clip_value: clip normalized rewards to ``[-clip_value, clip_value]`` (0: none).
+        update_mode: ``'replay'`` or ``'rollout'`` (see ``ObservationNormalizer``).
+        speed: see ``RunningMeanVar``.
+        zero_mean: subtract the mean reward too (False by default: the sign of
+            rewards often matters, e.g. a constant per-step penalty).
+    """
+
+    def __init__(
+        self,
+        observation_spec,
+        clip_value: float = 0.0,
+        update_mode: str = "replay",
+        speed: float | None = None,
+        zero_mean: bool = False,
+    ):
+        super().__init__(observation_spec, update_mode, "RewardNormalizer")
+        self._normalizer = ScalarAdaptiveNormalizer(
+            TensorSpec(()), speed=speed, zero_mean=zero_mean, clipping=clip_value
+        )
+
+    @property
+    def normalizer(self) -> ScalarAdaptiveNormalizer:
+        return self._normalizer
+
+    def _select(self, time_step):
+        return time_step.reward
+
+    def _normalized(self, time_step):
+        return time_step._replace(reward=self._normalizer.normalize(time_step.reward))
+
+
+@contextlib.contextmanager
+def statistics_frozen(transformer: DataTransformer):
+    """Within this context ``transformer`` updates no statistics (eval mode, restored after)."""
+    was_training = transformer.training
+    transformer.train(False)
+    try:
+        yield transformer
+    finally:
+        transformer.train(was_training)
+
+
+@contextlib.contextmanager
+def prenormalizing(transformer: DataTransformer):
+    """Within this context every statistics transformer updates in ``transform_timestep``
+    (whatever its ``update_mode``); used to initialize statistics before training."""
+    members = [m for m in transformer.modules() if isinstance(m, _StatisticsTransformer)]
+    for m in members:
+        m._prenormalizing = True
+    try:
+        yield transformer
+    finally:
+        for m in members:
+            m._prenormalizing = False
+
+
+# Register the configurables of the transformers in their own modules whenever this module
+# is imported (a gin conf names ``@FrameStacker`` without importing it). Safe in either
+# import order: a partially initialized module is only bound here, never read.
+import alf.algorithms.frame_stacker  # noqa: E402, F401
+import alf.algorithms.hindsight_relabeler  # noqa: E402, F401

@@ -42,6 +42,7 @@ import logging
 import torch
 
 import alf.nest as nest
+from alf.algorithms.data_transformer import statistics_frozen
 from alf.algorithms.rl_algorithm import RLAlgorithm
 from alf.algorithms.trajectory_batching import episode_segments, trajectory_mini_batches
 from alf.data_structures import BatchInfo, Experience, LossInfo, StepType
@@ -160,27 +161,47 @@ class OffPolicyAlgorithm(RLAlgorithm):
             buffer.clear()
         return steps
 
-    def _prepare(self, experience: Experience) -> Experience:
-        """Raw replayed ``[T, B]`` experience → device, transformed, preprocessed."""
-        experience = to_device(experience)
-        experience = self._data_transformer.transform_experience(experience)
-        return self.preprocess_experience(experience)
+    def _transform(self, experience: Experience, env_ids, positions) -> Experience:
+        """Raw replayed ``[T, B]`` experience → device, transformed by the data transformers.
+
+        The transformers get ``experience.batch_info = BatchInfo(env_ids, positions, (),
+        replay_buffer)`` (``[B]`` buffer rows and replay positions of row 0, on the CPU)
+        so those that read the buffer can (see ``data_transformer``); it is removed again
+        afterwards.
+        """
+        experience = to_device(experience._replace(batch_info=()))
+        batch_info = BatchInfo(
+            env_ids=env_ids, positions=positions, replay_buffer=self._replay_buffer
+        )
+        experience = self._data_transformer.transform_experience(
+            experience._replace(batch_info=batch_info)
+        )
+        return experience._replace(batch_info=())
+
+    def _prepare(self, experience: Experience, env_ids, positions) -> Experience:
+        """``_transform`` then ``preprocess_experience``."""
+        return self.preprocess_experience(self._transform(experience, env_ids, positions))
 
     def _train_on_whole_buffer(self) -> None:
         cfg = self._config
-        experience = nest.map_structure(
-            lambda x: x.transpose(0, 1), self._replay_buffer.gather_all()
-        )
+        buffer = self._replay_buffer
+        experience = nest.map_structure(lambda x: x.transpose(0, 1), buffer.gather_all())
+        env_ids = torch.arange(buffer.num_environments)
+        experience = self._transform(experience, env_ids, buffer.first_pos())
         if self._uses_bootstrap_row():
-            bootstrap = self.bootstrap_experience(raw=True)
-            bootstrap = nest.map_structure(lambda x: x.cpu().unsqueeze(0), bootstrap)
+            # The bootstrap row is the next unroll's first step: transformed with the
+            # statistics frozen, so normalizers count it once (then).
+            with statistics_frozen(self._data_transformer):
+                bootstrap = self.bootstrap_experience(raw=True)
+                bootstrap = nest.map_structure(lambda x: x.cpu().unsqueeze(0), bootstrap)
+                bootstrap = self._transform(bootstrap, env_ids, buffer.current_pos.clone())
             experience = nest.map_structure(
-                lambda x, y: torch.cat([x, y]), experience, _cast_like(bootstrap, experience)
+                lambda x, y: torch.cat([x, y.to(x.dtype)]), experience, bootstrap
             )
-            experience = self._prepare(experience)
+            experience = self.preprocess_experience(experience)
             experience = nest.map_structure(lambda x: x[:-1], experience)
         else:
-            experience = self._prepare(experience)
+            experience = self.preprocess_experience(experience)
         if cfg.trajectory_mini_batches:
             segments = episode_segments(experience)
 
@@ -210,7 +231,7 @@ class OffPolicyAlgorithm(RLAlgorithm):
         for part_exp, part_info in _split_batch(
             experience, batch_info, cfg.num_updates_per_train_iter, mini_batch_size
         ):
-            part_exp = self._prepare(part_exp)
+            part_exp = self._prepare(part_exp, part_info.env_ids, part_info.positions)
             self.update_from_experience(part_exp._replace(batch_info=to_device(part_info)))
             if self.stop_training_epochs():
                 break
@@ -268,10 +289,6 @@ def _sample_weights(experience: Experience) -> torch.Tensor | None:
     num_steps = experience.time_step.step_type.shape[0]
     weights = batch_info.importance_weights
     return weights.unsqueeze(0).expand(num_steps, *weights.shape)
-
-
-def _cast_like(value, reference):
-    return nest.map_structure(lambda x, r: x.to(r.dtype), value, reference)
 
 
 def _split_batch(experience: Experience, batch_info, num_parts: int, part_size: int):

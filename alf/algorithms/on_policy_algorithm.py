@@ -20,6 +20,17 @@ class OnPolicyAlgorithm(RLAlgorithm):
 
     is_on_policy = True
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        needs_replay = self._data_transformer.needs_replay()
+        if needs_replay:
+            raise ValueError(
+                f"{self._name} trains on the transformed experience of its rollout and never "
+                f"replays it, but data transformers {needs_replay} only act on replayed "
+                f"experience (use update_mode='rollout' for normalizers; "
+                f"HindsightExperienceTransformer needs an off-policy algorithm)"
+            )
+
     def _train_iter_on_policy(self) -> int:
         experiences = self.unroll(self._config.unroll_length)
         experiences.append(self.bootstrap_experience())

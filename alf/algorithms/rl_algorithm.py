@@ -30,7 +30,12 @@ import torch
 import alf.nest as nest
 import alf.summary
 from alf.algorithms.algorithm import Algorithm, reset_state_if_necessary
-from alf.algorithms.data_transformer import DataTransformer, IdentityDataTransformer
+from alf.algorithms.data_transformer import (
+    DataTransformer,
+    IdentityDataTransformer,
+    prenormalizing,
+    statistics_frozen,
+)
 from alf.data_structures import AlgStep, Experience, LossInfo, StepType, TimeStep
 from alf.metrics import EpisodeMetrics
 from alf.tensor_specs import TensorSpec, zeros_from_spec
@@ -257,15 +262,50 @@ class RLAlgorithm(Algorithm):
                 instead of the transformed one.
         """
         self._ensure_started()
-        transformed, policy_state, policy_step, _ = self._policy_step(
-            self._current_time_step, self._current_policy_state, self._current_transform_state
-        )
+        with statistics_frozen(self._data_transformer):  # counted when the next unroll starts
+            transformed, policy_state, policy_step, _ = self._policy_step(
+                self._current_time_step, self._current_policy_state, self._current_transform_state
+            )
         return Experience(
             time_step=self._current_time_step if raw else transformed,
             action=policy_step.output,
             rollout_info=policy_step.info,
             state=policy_state,
         )
+
+    @torch.inference_mode()
+    def prenormalize(self, num_steps: int) -> int:
+        """Initialize the data transformers' statistics before training.
+
+        Steps every training env ``num_steps`` times with ``rollout_step`` of the
+        current (initial) policy, with every statistics transformer updating in
+        ``transform_timestep`` (``prenormalizing``). Nothing is stored or trained on.
+        The steps are real environment interaction: the episode metrics count them
+        (``EnvironmentSteps``) and so does the returned number. The environments are
+        then reset, so training starts from fresh episodes (the episodes cut short are
+        not counted as finished).
+
+        Args:
+            num_steps: steps per environment.
+
+        Returns:
+            the number of environment steps taken (``num_steps * batch_size``).
+        """
+        self._ensure_started()
+        time_step = self._current_time_step
+        policy_state = self._current_policy_state
+        transform_state = self._current_transform_state
+        with prenormalizing(self._data_transformer):
+            for _ in range(num_steps):
+                _, policy_state, policy_step, transform_state = self._policy_step(
+                    time_step, policy_state, transform_state
+                )
+                next_time_step = self._env.step(_to_cpu(policy_step.output))
+                self._metrics(time_step)
+                time_step = next_time_step
+                policy_state = policy_step.state
+        self._current_time_step = None  # the next unroll resets the envs
+        return num_steps * self._env.batch_size
 
     # -- training on [T, B] experience ---------------------------------------
 

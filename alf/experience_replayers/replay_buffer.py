@@ -28,7 +28,7 @@ import math
 import torch
 
 import alf.nest as nest
-from alf.data_structures import BatchInfo
+from alf.data_structures import BatchInfo, StepType
 from alf.experience_replayers.segment_tree import MinTree, SumTree
 from alf.utils.schedulers import as_scheduler
 
@@ -257,6 +257,79 @@ class ReplayBuffer:
         batch = nest.unflatten(self._treespec, [_take(x, slots) for x in self._flat_buffer])
         info = BatchInfo(env_ids=env_ids, positions=first_pos, importance_weights=weights)
         return batch, info
+
+    # -- reading by position (for data transformers) -----------------------------------
+
+    def oldest_readable_pos(self) -> torch.Tensor:
+        """``[num_envs]`` oldest position still in the storage, per env.
+
+        Steps forgotten by ``clear`` stay readable until overwritten, so transformers
+        can read the history before a cleared buffer's first step (e.g. earlier frames
+        for ``FrameStacker``); ``first_pos`` is the oldest step still to be trained on.
+        """
+        return (self._current_pos - self._max_length).clamp(min=0)
+
+    def get_field(self, field: str, env_ids: torch.Tensor, positions: torch.Tensor):
+        """The sub-nest ``field`` (a dotted path, e.g. ``'time_step.step_type'``) at
+        ``positions`` of envs ``env_ids``.
+
+        Args:
+            field: dotted path into the stored experience nest (``''``: all of it).
+            env_ids: int64 env ids, broadcastable to ``positions``.
+            positions: int64 replay positions ``[...]``, each readable
+                (``oldest_readable_pos() <= p < current_pos``).
+
+        Returns:
+            the sub-nest with leaves ``[*positions.shape, ...]`` (CPU).
+        """
+        env_ids = torch.as_tensor(env_ids, dtype=torch.int64).cpu()
+        positions = torch.as_tensor(positions, dtype=torch.int64).cpu()
+        env_ids = env_ids.expand_as(positions)
+        readable = (positions >= self.oldest_readable_pos()[env_ids]) & (
+            positions < self._current_pos[env_ids]
+        )
+        if not bool(readable.all()):
+            bad = (~readable).nonzero()[0].tolist()
+            raise ValueError(
+                f"{self._name}: position {int(positions[tuple(bad)])} of env "
+                f"{int(env_ids[tuple(bad)])} is not in the storage (readable: "
+                f"{self.oldest_readable_pos().tolist()} .. {(self._current_pos - 1).tolist()})"
+            )
+        index = positions % self._max_length
+        return nest.map_structure(lambda x: x[env_ids, index], nest.get_field(self._buffer, field))
+
+    def steps_to_episode_end(
+        self,
+        env_ids: torch.Tensor,
+        positions: torch.Tensor,
+        step_type_field: str = "time_step.step_type",
+        chunk: int = 64,
+    ) -> torch.Tensor:
+        """``[B]`` number of steps from ``positions`` ``[B]`` to the end of their episode.
+
+        The end is the first LAST step at or after the position, or the env's newest
+        stored step when the episode is still running. Scans forward ``chunk`` steps
+        at a time for the sequences not yet resolved.
+        """
+        storage = nest.get_field(self._buffer, step_type_field)
+        env_ids = torch.as_tensor(env_ids, dtype=torch.int64).cpu()
+        positions = torch.as_tensor(positions, dtype=torch.int64).cpu()
+        newest = self._current_pos[env_ids] - 1
+        end = newest.clone()
+        todo = torch.arange(len(positions))
+        offset = 0
+        while len(todo) and offset < self._max_length:
+            pos = positions[todo, None] + offset + torch.arange(chunk)  # [N, chunk]
+            valid = pos <= newest[todo, None]
+            is_last = storage[env_ids[todo, None], pos % self._max_length] == StepType.LAST
+            hit = is_last & valid
+            found = hit.any(1)
+            first_hit = pos.gather(1, hit.int().argmax(1, keepdim=True)).squeeze(1)
+            end[todo[found]] = first_hit[found]
+            unresolved = ~found & valid[:, -1]
+            todo = todo[unresolved]
+            offset += chunk
+        return end - positions
 
     def _no_starts_error(self, batch_length: int) -> RuntimeError:
         return RuntimeError(

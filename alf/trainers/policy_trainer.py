@@ -265,12 +265,24 @@ class PolicyTrainer:
         """Run training to the end (or to SIGTERM/SIGINT), then close the environments."""
         try:
             self._open_writers()
-            self._restore()
+            if not self._restore():
+                self._prenormalize()
             with _SignalCatcher() as catcher:
                 self._catcher = catcher
                 self._train()
         finally:
             self.close()
+
+    def _prenormalize(self) -> None:
+        """``TrainerConfig.num_prenormalization_steps`` of the initial policy (fresh runs)."""
+        num_steps = self._config.num_prenormalization_steps
+        if num_steps <= 0:
+            return
+        start = time.time()
+        self._env_steps += self._algorithm.prenormalize(num_steps)
+        logging.info(
+            "Prenormalization: %d env steps in %.1fs", self._env_steps, time.time() - start
+        )
 
     def _open_writers(self) -> None:
         cfg = self._config
