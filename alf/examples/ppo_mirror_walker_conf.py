@@ -21,31 +21,24 @@ against the MuJoCo joint names in ``tests/environments/test_mirrors.py``):
 
 ``MirrorWrapper`` declares the mirror on the env (and checks it against the spaces);
 ``PPOLoss`` gets the same ``Mirror``. Turn the loss off with
-``--conf_param PPOLoss.mirror_loss_coeff=0``. The other hyperparameters follow
-``ppo_mujoco_conf.py`` (rl-baselines3-zoo's PPO MuJoCo entry: 1 env, 512 steps,
-minibatch 64, 20 epochs, clip 0.1, 256x256 ReLU) with zoo's Walker2d learning rate
-(5.05e-5), gamma 0.99, lambda 0.95, value coefficient 0.87, entropy 5.85e-4, grad clip 1.
+``--conf_param PPOLoss.mirror_loss_coeff=0``. Everything else is ``ppo_mujoco_conf.py``
+(rl-baselines3-zoo's PPO MuJoCo entry: 1 env, 512 steps, minibatch 64, 20 epochs, clip
+0.1, 256x256 ReLU) with zoo's Walker2d values: learning rate 5.05e-5, gamma 0.99, lambda
+0.95, value coefficient 0.87, entropy 5.85e-4, grad clip 1.
 ``mirror_loss_coeff=1`` is our choice: it makes the mirror term comparable to the policy
 loss of normalized advantages.
 """
 
 import functools
 
-import torch
-
 import alf
-from alf.algorithms.config import TrainerConfig  # noqa: F401
-from alf.algorithms.ppo_algorithm import PPOAlgorithm
-from alf.algorithms.ppo_loss import PPOLoss
+from alf.algorithms.ppo_loss import PPOLoss  # noqa: F401 (registers the configurable)
 from alf.environments import suite_gym
-from alf.environments import utils as env_utils  # noqa: F401
 from alf.environments.gym_wrappers import ContinuousActionClip, MirrorWrapper
 from alf.environments.mirrors import WALKER2D_V5_MIRROR
-from alf.initializers import torch_default_init
-from alf.networks.actor_distribution_networks import ActorDistributionNetwork
-from alf.networks.projection_networks import NormalProjectionNetwork
-from alf.networks.value_networks import ValueNetwork
 from alf.optimizers import Adam
+
+alf.import_config("ppo_mujoco_conf.py")
 
 alf.config(
     "create_environment",
@@ -57,8 +50,6 @@ alf.config(
             functools.partial(MirrorWrapper, mirror=WALKER2D_V5_MIRROR),
         ),
     ),
-    num_parallel_environments=1,
-    nonparallel=True,
 )
 alf.config(
     "PPOLoss",
@@ -66,48 +57,7 @@ alf.config(
     td_lambda=0.95,
     td_loss_weight=0.87,
     entropy_regularization=5.85e-4,
-    importance_ratio_clipping=0.1,
-    normalize_advantages=True,
     mirror_loss_coeff=1.0,
     mirror=WALKER2D_V5_MIRROR,
 )
-alf.config(
-    "PPOAlgorithm",
-    actor_network_ctor=functools.partial(
-        ActorDistributionNetwork,
-        fc_layer_params=(256, 256),
-        activation=torch.relu_,
-        kernel_initializer=torch_default_init,
-        continuous_projection_net_ctor=functools.partial(
-            NormalProjectionNetwork,
-            squash_mean=False,
-            std_transform=torch.exp,
-            std_bias_initializer_value=-2.0,
-        ),
-    ),
-    value_network_ctor=functools.partial(
-        ValueNetwork,
-        fc_layer_params=(256, 256),
-        activation=torch.relu_,
-        kernel_initializer=torch_default_init,
-    ),
-    loss_class=PPOLoss,
-    optimizer=Adam(lr=5.05e-5, eps=1e-5, gradient_clipping=1.0),
-)
-alf.config(
-    "TrainerConfig",
-    algorithm_ctor=PPOAlgorithm,
-    unroll_length=512,
-    mini_batch_length=1,
-    mini_batch_size=64,
-    num_updates_per_train_iter=20,
-    replay_buffer_length=512,
-    num_env_steps=1_000_000,
-    num_iterations=0,
-    evaluate=True,
-    eval_interval=10,
-    num_eval_episodes=5,
-    num_eval_environments=5,
-    summary_interval=1,
-    num_checkpoints=5,
-)
+alf.config("PPOAlgorithm", optimizer=Adam(lr=5.05e-5, eps=1e-5, gradient_clipping=1.0))
