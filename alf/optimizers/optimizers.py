@@ -274,7 +274,9 @@ def Adam(  # noqa: N802 (ALF's public name)
     name: str | None = None,
 ) -> OptimizerSpec:
     """Adam (Kingma & Ba, 2015); see ``OptimizerSpec`` for the clipping args."""
-    return OptimizerSpec(
+    call = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad)
+    call.update(gradient_clipping=gradient_clipping, clip_by_global_norm=clip_by_global_norm)
+    spec = OptimizerSpec(
         FusedAdam,
         lr=lr,
         gradient_clipping=gradient_clipping,
@@ -286,6 +288,7 @@ def Adam(  # noqa: N802 (ALF's public name)
         amsgrad=amsgrad,
         fused=True,
     )
+    return _record_call(spec, Adam, call, name)
 
 
 @alf.configurable
@@ -299,7 +302,9 @@ def AdamW(  # noqa: N802
     name: str | None = None,
 ) -> OptimizerSpec:
     """AdamW (Loshchilov & Hutter, 2019)."""
-    return OptimizerSpec(
+    call = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+    call.update(gradient_clipping=gradient_clipping, clip_by_global_norm=clip_by_global_norm)
+    spec = OptimizerSpec(
         FusedAdamW,
         lr=lr,
         gradient_clipping=gradient_clipping,
@@ -310,6 +315,7 @@ def AdamW(  # noqa: N802
         weight_decay=weight_decay,
         fused=True,
     )
+    return _record_call(spec, AdamW, call, name)
 
 
 @alf.configurable
@@ -321,7 +327,9 @@ def SGD(  # noqa: N802
     name: str | None = None,
 ) -> OptimizerSpec:
     """Stochastic gradient descent with optional momentum."""
-    return OptimizerSpec(
+    call = dict(lr=lr, momentum=momentum, gradient_clipping=gradient_clipping)
+    call.update(clip_by_global_norm=clip_by_global_norm)
+    spec = OptimizerSpec(
         torch.optim.SGD,
         lr=lr,
         gradient_clipping=gradient_clipping,
@@ -329,3 +337,13 @@ def SGD(  # noqa: N802
         name=name or "SGD",
         momentum=momentum,
     )
+    return _record_call(spec, SGD, call, name)
+
+
+def _record_call(spec: OptimizerSpec, factory, kwargs: dict, name) -> OptimizerSpec:
+    """Remember the factory call that made ``spec`` so the operative config written to
+    ``root_dir/alf_config.py`` renders it as that call (``alf.config_writer``)."""
+    if name is not None:
+        kwargs["name"] = name
+    spec._alf_repr_call = (factory, (), kwargs)
+    return spec

@@ -129,3 +129,28 @@ def test_clip_grad_norm_with_mixed_dtypes_equals_torch():
     (norm, clipped), (expected_norm, expected) = results
     assert torch.equal(norm, expected_norm)
     assert all(torch.equal(a, b) for a, b in zip(clipped, expected))
+
+
+def test_optimizer_specs_render_as_their_factory_call():
+    """The operative config (root_dir/alf_config.py) writes an optimizer as the call
+    that made it, and evaluating that text gives the same spec."""
+    import alf
+    from alf.config_writer import _Renderer
+    from alf.optimizers import SGD, Adam, AdamW
+    from alf.utils.schedulers import update_progress
+
+    for spec in (
+        Adam(lr=[(0, 1e-3), (1, 0.0)], eps=1e-5, gradient_clipping=0.5, name="actor"),
+        AdamW(lr=3e-4, weight_decay=0.1),
+        SGD(lr=0.1, momentum=0.9),
+    ):
+        renderer = _Renderer()
+        text = renderer.render(spec)
+        assert text.startswith("alf.optimizers.optimizers.")
+        copy = eval(text, {"alf": alf})
+        assert copy.optimizer_cls is spec.optimizer_cls and copy.kwargs == spec.kwargs
+        assert copy.name == spec.name and copy.gradient_clipping == spec.gradient_clipping
+        for progress in (0.0, 0.5, 1.0):
+            update_progress(0, 0, progress)
+            assert copy.lr_scheduler() == spec.lr_scheduler()
+    update_progress(0, 0, 0.0)
