@@ -18,8 +18,14 @@ experience: they come before every other transformer (see
 ``SequentialDataTransformer``).
 
 **Statistics** (``ObservationNormalizer``, ``RewardNormalizer``) are updated in
-one place only, chosen by ``update_mode``: ``'rollout'`` (in ``transform_timestep``
-during training unrolls) or ``'replay'`` (in ``transform_experience``). Nothing
+one place only, chosen by ``update_mode``: ``'rollout'`` (from the steps of training
+unrolls) or ``'replay'`` (in ``transform_experience``). In rollout mode the steps an
+unroll saw are applied to the statistics only when its training iteration ends
+(``after_train_iter``, in the order they were seen), so the unroll is normalized with
+the same statistics at rollout and when its raw steps are replayed in that
+iteration: PPO's importance ratios start at exactly 1, as without a normalizer. In
+replay mode replayed steps are normalized before they update the statistics, for the
+same reason. Nothing
 updates them while the module is in eval mode (evaluation, ``play``), inside
 ``statistics_frozen`` (the bootstrap row, which is the next unroll's first step)
 — and every transform uses the current statistics. ``prenormalizing`` makes them
@@ -109,6 +115,13 @@ class DataTransformer(nn.Module):
     def transform_experience(self, experience: Experience) -> Experience:
         """Transform replayed experience ``[T, B, ...]``."""
         raise NotImplementedError
+
+    def after_train_iter(self) -> None:
+        """Called by ``RLAlgorithm.train_iter`` once the iteration's training is done
+        (statistics transformers apply the updates their rollout collected)."""
+        for member in self.members:
+            if member is not self:
+                member.after_train_iter()
 
 
 class _TimeStepTransformer(DataTransformer):
@@ -357,6 +370,7 @@ class _StatisticsTransformer(DataTransformer):
             )
         self._update_mode = update_mode
         self._prenormalizing = False
+        self._pending = []
 
     @property
     def update_mode(self) -> str:
@@ -372,15 +386,25 @@ class _StatisticsTransformer(DataTransformer):
         raise NotImplementedError
 
     def transform_timestep(self, time_step, state):
-        rollout_update = self._update_mode == "rollout" or self._prenormalizing
-        if self.training and rollout_update:
+        if self.training and self._prenormalizing:
             self._normalizer.update(self._select(time_step))
+        elif self.training and self._update_mode == "rollout":
+            self._pending.append(self._select(time_step))  # applied by after_train_iter
         return self._normalized(time_step), state
 
+    def after_train_iter(self) -> None:
+        """Apply the updates of this iteration's unroll, in the order they were seen."""
+        pending, self._pending = self._pending, []
+        with torch.no_grad():
+            for values in pending:
+                self._normalizer.update(values)
+
     def transform_experience(self, experience):
+        time_step = self._normalized(experience.time_step)
         if self.training and self._update_mode == "replay":
+            # after normalizing: replayed steps see the statistics their rollout saw
             self._normalizer.update(self._select(experience.time_step))
-        return experience._replace(time_step=self._normalized(experience.time_step))
+        return experience._replace(time_step=time_step)
 
 
 @alf.configurable

@@ -22,8 +22,8 @@ class OnPolicyAlgorithm(RLAlgorithm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        needs_replay = self._data_transformer.needs_replay()
-        if needs_replay:
+        needs_replay = self._data_transformer.needs_replay() if self.is_on_policy else []
+        if needs_replay:  # (PPO derives from this class but trains from its replay buffer)
             raise ValueError(
                 f"{self._name} trains on the transformed experience of its rollout and never "
                 f"replays it, but data transformers {needs_replay} only act on replayed "

@@ -312,8 +312,11 @@ class RLAlgorithm(Algorithm):
     def train_iter(self) -> int:
         """One training iteration; returns the number of environment steps taken."""
         if self.is_on_policy:
-            return self._train_iter_on_policy()
-        return self._train_iter_off_policy()
+            steps = self._train_iter_on_policy()
+        else:
+            steps = self._train_iter_off_policy()
+        self._data_transformer.after_train_iter()
+        return steps
 
     def _train_iter_on_policy(self) -> int:
         raise NotImplementedError(f"{self._name} is not an on-policy algorithm")

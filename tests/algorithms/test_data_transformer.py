@@ -306,6 +306,10 @@ def test_observation_normalizer_numbers_and_eval_freezes():
     norm = ObservationNormalizer(spec, fields=["a"], update_mode="rollout", clipping=1.0)
     obs = {"a": torch.tensor([[1.0, 10.0], [3.0, 30.0]]), "b": torch.tensor([[7.0], [8.0]])}
     ts = TimeStep(step_type=torch.zeros(2, dtype=torch.int32), observation=obs)
+    norm.transform_timestep(ts, ())  # rollout steps count when the iteration ends
+    assert int(norm.normalizer.statistics[0].count) == 0
+    norm.after_train_iter()
+    assert int(norm.normalizer.statistics[0].count) == 2
     out, _ = norm.transform_timestep(ts, ())
     # mean (2, 20), std (1, 10): (x - mean) / std = -1, +1 (clipping 1 keeps them)
     torch.testing.assert_close(out.observation["a"], torch.tensor([[-1.0, -1.0], [1.0, 1.0]]))
@@ -321,6 +325,8 @@ def test_reward_normalizer_divides_by_std_without_centering():
     norm = RewardNormalizer(TensorSpec(()), update_mode="rollout")
     rewards = torch.tensor([1.0, 3.0, 5.0, 7.0])
     ts = TimeStep(step_type=torch.ones(4, dtype=torch.int32), reward=rewards)
+    norm.transform_timestep(ts, ())
+    norm.after_train_iter()
     out, _ = norm.transform_timestep(ts, ())
     torch.testing.assert_close(out.reward, rewards / rewards.std(unbiased=False))
 
