@@ -65,14 +65,18 @@ TASK = SacTask(
   restarts the env); its other values (eval every {eval_interval:,} steps,
   {num_eval_episodes} episodes, `initial_collect_steps={learning_starts}`) are also passed
   explicitly, equal to the conf's.
-- Differences that remain: **weight initialization** is each framework's own (SB3:
-  PyTorch's default `nn.Linear` init everywhere; alf: variance-scaling init of the hidden
-  layers, the actor's mean/log-std heads with gain 0.3, critic output layers uniform in
-  ±0.03); **update order** (SB3 steps α, then the critics, then the actor against the
-  just-updated critics; alf sums the three losses into one backward pass on the
-  pre-update critics); alf's Adam uses torch's fused kernel, SB3's the default one;
-  alf's updates count is SB3's + 1 (alf trains on the step that fills
-  `initial_collect_steps`, SB3 from the next one).""",
+- Differences that remain: **warm-up actions** (SB3 takes uniform random actions for its
+  first `learning_starts` steps; alf collects its `initial_collect_steps` with the
+  untrained stochastic policy: it has no random warm-up); **weight initialization** is each
+  framework's own (SB3: PyTorch's default `nn.Linear` init everywhere; alf:
+  variance-scaling init of the hidden layers, the actor's mean/log-std heads with gain 0.3,
+  critic output layers uniform in ±0.03); **update order** (SB3 steps α, then the critics,
+  then the actor against the just-updated critics; alf sums the three losses into one
+  backward pass on the pre-update critics); alf's Adam uses torch's fused kernel, SB3's the
+  default one; alf's updates count is SB3's + 1 (alf trains on the step that fills
+  `initial_collect_steps`, SB3 from the next one). alf also writes a "best" checkpoint
+  after each eval that improves on the best so far (the conf's default), counted in its
+  training time.""",
 )
 
 if __name__ == "__main__":
