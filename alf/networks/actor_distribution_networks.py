@@ -70,23 +70,17 @@ class ActorDistributionNetwork(Network):
             use_fc_bn=use_fc_bn,
             name=name + ".encoding_net",
         )
-        input_size = self._encoding_net.output_size
-
-        def _make_projection(spec):
-            ctor = (
-                discrete_projection_net_ctor
-                if spec.is_discrete
-                else (continuous_projection_net_ctor)
-            )
-            return ctor(input_size=input_size, action_spec=spec)
-
+        projections = make_projection_nets(
+            action_spec,
+            self._encoding_net.output_size,
+            discrete_projection_net_ctor,
+            continuous_projection_net_ctor,
+        )
         self._nested = nest.is_nested(action_spec)
         if self._nested:
-            self._projection_nets = torch.nn.ModuleList(
-                _make_projection(s) for s in nest.flatten(action_spec)
-            )
+            self._projection_nets = projections
         else:
-            self._projection_net = _make_projection(action_spec)
+            self._projection_net = projections[0]
 
     @property
     def action_spec(self):
@@ -99,3 +93,17 @@ class ActorDistributionNetwork(Network):
             return self._projection_net(encoding)[0], state
         dists = [net(encoding)[0] for net in self._projection_nets]
         return nest.pack_sequence_as(self._action_spec, dists), state
+
+
+def make_projection_nets(
+    action_spec, input_size: int, discrete_ctor, continuous_ctor
+) -> torch.nn.ModuleList:
+    """One projection network per spec of ``nest.flatten(action_spec)``: ``discrete_ctor``
+    for discrete specs, ``continuous_ctor`` for continuous ones, each called as
+    ``ctor(input_size=input_size, action_spec=spec)``."""
+    return torch.nn.ModuleList(
+        (discrete_ctor if spec.is_discrete else continuous_ctor)(
+            input_size=input_size, action_spec=spec
+        )
+        for spec in nest.flatten(action_spec)
+    )

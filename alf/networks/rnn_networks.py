@@ -21,6 +21,7 @@ import torch.nn as nn
 
 import alf
 import alf.nest as nest
+from alf.networks.actor_distribution_networks import make_projection_nets
 from alf.networks.encoding_networks import EncodingNetwork
 from alf.networks.network import Network
 from alf.networks.projection_networks import (
@@ -206,16 +207,12 @@ class ActorDistributionRNNNetwork(Network):
         super().__init__(input_tensor_spec, state_spec=encoding_net.state_spec, name=name)
         self._encoding_net = encoding_net
         self._action_spec = action_spec
-        size = encoding_net.output_size
-
-        def _make_projection(spec):
-            ctor = discrete_projection_net_ctor if spec.is_discrete else None
-            ctor = ctor or continuous_projection_net_ctor
-            return ctor(input_size=size, action_spec=spec)
-
         self._nested = nest.is_nested(action_spec)
-        self._projection_nets = nn.ModuleList(
-            _make_projection(s) for s in nest.flatten(action_spec)
+        self._projection_nets = make_projection_nets(
+            action_spec,
+            encoding_net.output_size,
+            discrete_projection_net_ctor,
+            continuous_projection_net_ctor,
         )
 
     @property
