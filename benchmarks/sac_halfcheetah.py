@@ -62,21 +62,21 @@ TASK = SacTask(
   throughput. alf runs the CLI on `alf/examples/sac_halfcheetah_conf.py` unchanged except
   `--conf_param TrainerConfig.num_env_steps={env_steps}` and
   `TrainerConfig.num_checkpoints=1` (only the final checkpoint: a mid-run checkpoint
-  restarts the env); its other values (eval every {eval_interval:,} steps,
+  restarts the env); the conf initializes every layer with PyTorch's default `nn.Linear`
+  init, as SB3 does; its other values (eval every {eval_interval:,} steps,
   {num_eval_episodes} episodes, `initial_collect_steps={learning_starts}`) are also passed
   explicitly, equal to the conf's.
 - Differences that remain: **warm-up actions** (SB3 takes uniform random actions for its
-  first `learning_starts` steps; alf collects its `initial_collect_steps` with the
-  untrained stochastic policy: it has no random warm-up); **weight initialization** is each
-  framework's own (SB3: PyTorch's default `nn.Linear` init everywhere; alf:
-  variance-scaling init of the hidden layers, the actor's mean/log-std heads with gain 0.3,
-  critic output layers uniform in ±0.03); **update order** (SB3 steps α, then the critics,
-  then the actor against the just-updated critics; alf sums the three losses into one
-  backward pass on the pre-update critics); alf's Adam uses torch's fused kernel, SB3's the
-  default one; alf's updates count is SB3's + 1 (alf trains on the step that fills
-  `initial_collect_steps`, SB3 from the next one). alf also writes a "best" checkpoint
-  after each eval that improves on the best so far (the conf's default), counted in its
-  training time.""",
+  first `learning_starts` steps; alf collects its `initial_collect_steps` with the untrained
+  stochastic policy: it has no random warm-up); **subnormal floats**: alf flushes them to
+  zero (`TrainerConfig.flush_denormal`, on by default), SB3 runs with torch's default
+  (computes on them, slower on x86); **update order** (SB3 steps α, then the critics, then
+  the actor against the just-updated critics; alf sums the three losses into one backward
+  pass on the pre-update critics); alf's Adam uses torch's fused kernel, SB3's the default
+  one; alf's updates count is SB3's + 1 (alf trains on the step that fills
+  `initial_collect_steps`, SB3 from the next one). alf also writes a "best" checkpoint after
+  each eval that improves on the best so far (the conf's default), counted in its training
+  time.""",
 )
 
 if __name__ == "__main__":

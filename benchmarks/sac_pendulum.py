@@ -59,7 +59,9 @@ TASK = SacTask(
   {num_eval_episodes} deterministic episodes on separate envs every {eval_interval:,} env
   steps. alf runs the CLI on `alf/examples/sac_pendulum_conf.py` (replay buffer 100k vs
   SB3's 1e6: both hold all 20k steps) with only the final checkpoint (a mid-run checkpoint
-  restarts the env). Network initialization is each framework's own.""",
+  restarts the env). Network initialization is each framework's own. alf flushes
+  subnormal floats to zero (`TrainerConfig.flush_denormal`, on by default); SB3 runs with
+  torch's default.""",
 )
 
 if __name__ == "__main__":

@@ -161,12 +161,11 @@ def build_experiment(root_dir: str, conf_params=(), gin_params=(), seed: int = 0
         ``(env, algorithm)``: a batched env of size 1 in this process and the
         algorithm (in eval mode) on the configured device.
     """
-    import torch
 
     from alf.algorithms.config import TrainerConfig
     from alf.environments.utils import create_environment
     from alf.trainers.policy_trainer import create_algorithm
-    from alf.utils import common, device, run_record, seeding
+    from alf.utils import common, device, run_record, seeding, torch_utils
 
     conf, recorded_params, recorded_gin = run_record.read_run_record(root_dir)
     params = run_record.merge_conf_params(recorded_params, conf_params)
@@ -174,8 +173,7 @@ def build_experiment(root_dir: str, conf_params=(), gin_params=(), seed: int = 0
     common.parse_conf_file(conf, params, list(gin_params) + list(recorded_gin))
     config = TrainerConfig()
     seeding.set_random_seed(seed)
-    if config.num_threads > 0:
-        torch.set_num_threads(config.num_threads)
+    torch_utils.configure_cpu_math(config.num_threads, config.flush_denormal)
     kwargs = {"env_load_fn": _render_load_fn()} if render else {}
     env = create_environment(num_parallel_environments=1, nonparallel=True, seed=seed, **kwargs)
     try:

@@ -42,7 +42,7 @@ from alf.algorithms.data_transformer import create_data_transformer
 from alf.environments.utils import create_environment
 from alf.trainers.evaluator import Evaluator
 from alf.utils import device as device_utils
-from alf.utils import init_from, seeding
+from alf.utils import init_from, seeding, torch_utils
 from alf.utils.checkpoint_utils import Checkpointer
 from alf.utils.schedulers import update_progress
 
@@ -93,8 +93,7 @@ class PolicyTrainer:
         self._root_dir = os.path.abspath(os.path.expanduser(config.root_dir))
         self._seed = seeding.set_random_seed(config.random_seed)
         config.random_seed = self._seed
-        if config.num_threads > 0:
-            torch.set_num_threads(config.num_threads)
+        torch_utils.configure_cpu_math(config.num_threads, config.flush_denormal)
         self._device = device_utils.set_device(config.device)
         self._env = create_environment(seed=self._seed)
         self._eval_env = self._create_eval_env() if config.evaluate else None

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import logging
+
+import torch
 
 
 @contextlib.contextmanager
@@ -22,3 +25,24 @@ def frozen(parameters):
     finally:
         for p, flag in zip(parameters, flags):
             p.requires_grad_(flag)
+
+
+def configure_cpu_math(num_threads: int, flush_denormal: bool) -> None:
+    """Set the process's torch CPU arithmetic for training and play.
+
+    Args:
+        num_threads: ``torch.set_num_threads`` (0: leave torch's default).
+        flush_denormal: ``torch.set_flush_denormal``: treat subnormal floats (nonzero
+            ``|x| < 1.2e-38``) as 0 in CPU arithmetic. x86 CPUs compute on subnormals
+            many times slower, and Adam produces them: the first moment of a weight
+            whose gradient is almost always 0 (a ReLU unit that rarely fires) decays
+            geometrically through the subnormal range. A warning is logged where the
+            CPU cannot flush (it then keeps computing on subnormals).
+    """
+    if num_threads > 0:
+        torch.set_num_threads(num_threads)
+    if not torch.set_flush_denormal(flush_denormal) and flush_denormal:
+        logging.warning(
+            "TrainerConfig.flush_denormal=True has no effect: this CPU cannot flush "
+            "subnormal floats to zero"
+        )

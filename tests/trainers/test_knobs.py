@@ -71,3 +71,22 @@ def test_num_threads_sets_torch_threads(tmp_path):
     finally:
         alf.reset_configs()
         torch.set_num_threads(previous)
+
+
+@pytest.mark.parametrize("flush", [True, False])
+def test_flush_denormal_sets_cpu_arithmetic(tmp_path, flush):
+    subnormal = torch.tensor(1e-39)  # below float32's smallest normal, 1.18e-38
+    alf.reset_configs()
+    try:
+        params = [
+            f"TrainerConfig.flush_denormal={flush}",
+            f"TrainerConfig.root_dir={str(tmp_path)!r}",
+        ]
+        common.parse_conf_file(TINY_CONF, params)
+        trainer = PolicyTrainer(TrainerConfig())
+        product = float(subnormal * 1.0)
+        trainer.close()
+    finally:
+        alf.reset_configs()
+        torch.set_flush_denormal(False)
+    assert (product == 0.0) == flush
