@@ -171,15 +171,22 @@ def _alf_speed_algorithm(task: SacTask, seed: int, out: str):
     return PolicyTrainer(TrainerConfig()).algorithm  # sets the thread count too
 
 
-def speed_worker(task: SacTask, framework: str, seed: int, num_updates: int, out: str) -> None:
+def speed_worker(
+    task: SacTask, framework: str, seed: int, num_updates: int, out: str, flush_denormal: bool
+) -> None:
     """Steady-state speed: after a warm-up, time ``num_updates`` env steps, each with one
-    gradient step, in this process (no evaluation, no start-up); wall and CPU time."""
+    gradient step, in this process (no evaluation, no start-up); wall and CPU time.
+    ``flush_denormal`` (SB3 only; alf follows its ``TrainerConfig.flush_denormal``): run SB3
+    with ``torch.set_flush_denormal(True)``, reported as framework ``sb3_ftz``."""
     import torch
 
     warmup = task.steady_starts + 200
     module_file = None
     if framework == "sb3":
         torch.set_num_threads(1)
+        if flush_denormal:
+            torch.set_flush_denormal(True)
+            framework = "sb3_ftz"
         model = _sb3_speed_model(task, seed)
         model.learn(warmup)
 
@@ -223,8 +230,12 @@ def _worker_cmd(task: SacTask, worker: str, seed: int, out: str, *extra: str) ->
 
 
 def run_speed(task: SacTask, framework: str, seed: int, num_updates: int, work_dir: str) -> dict:
+    """One steady-state run of ``framework``: ``alf``, ``sb3`` or ``sb3_ftz`` (SB3 with
+    subnormal floats flushed to zero, like alf's default)."""
     out = os.path.join(work_dir, f"speed_{framework}_{seed}.json")
-    cmd = _worker_cmd(task, f"{framework}_speed", seed, out, "--steady_updates", str(num_updates))
+    extra = ["--flush_denormal"] if framework == "sb3_ftz" else []
+    worker = "sb3_speed" if framework == "sb3_ftz" else f"{framework}_speed"
+    cmd = _worker_cmd(task, worker, seed, out, "--steady_updates", str(num_updates), *extra)
     start, load = _now(), _load()
     _run(cmd, out + ".log")
     with open(out) as f:
@@ -597,10 +608,21 @@ def speed_report(task: SacTask, speeds: list[dict], info: dict) -> str:
             k: _median(r[k] for r in speeds if r["framework"] == fw)
             for k in ("wall_ms_per_update", "cpu_ms_per_update")
         }
-        for fw in ("alf", "sb3")
+        for fw in dict.fromkeys(r["framework"] for r in speeds)
     }
     wall = med["sb3"]["wall_ms_per_update"] / med["alf"]["wall_ms_per_update"]
     cpu = med["sb3"]["cpu_ms_per_update"] / med["alf"]["cpu_ms_per_update"]
+    repeats = sum(r["framework"] == "alf" for r in speeds)
+    ftz = ""
+    if "sb3_ftz" in med:
+        ftz_wall = med["sb3_ftz"]["wall_ms_per_update"] / med["alf"]["wall_ms_per_update"]
+        ftz_cpu = med["sb3_ftz"]["cpu_ms_per_update"] / med["alf"]["cpu_ms_per_update"]
+        ftz = f"""
+`sb3_ftz` is SB3 run with `torch.set_flush_denormal(True)`, as alf runs by default
+(`TrainerConfig.flush_denormal`): against it alf's median speed-up is **{ftz_wall:.2f}x** in
+wall time and **{ftz_cpu:.2f}x** in CPU time per update, the part of the speed-up that does
+not come from flushing subnormal floats (`--with_sb3_ftz`).
+"""
     header = ["run", "framework", "timed updates", "wall ms/update", "updates/s", "CPU ms/update"]
     if task.steady_starts != task.learning_starts:
         header.append("load avg (1 min) start → end")
@@ -617,17 +639,18 @@ def speed_report(task: SacTask, speeds: list[dict], info: dict) -> str:
 Steady-state A/B ({info["speed_start"]} — {info["speed_end"]}; load average at start
 {info["speed_load_start"]}, at end {info["speed_load_end"]};
 `python {task.script} --steady_updates {speeds[0]["updates"]} --repeats
-{len(speeds) // 2}`): each run warms up for {task.steady_starts + 200} env steps{starts}, then times
-env steps with one gradient step each, in the training process (no evaluation, no
-start-up), alternating alf (`train_iter` of the conf's algorithm) and SB3 (`learn`). CPU
-time is the process's own, so it is less sensitive to other jobs than wall time.
+{repeats}{" --with_sb3_ftz" if ftz else ""}`): each run warms up for
+{task.steady_starts + 200} env steps{starts}, then times env steps with one gradient step
+each, in the training process (no evaluation, no start-up), alternating alf (`train_iter`
+of the conf's algorithm) and SB3 (`learn`). CPU time is the process's own, so it is less
+sensitive to other jobs than wall time.
 
 {_table(header, rows)}
 
 Median alf speed-up over SB3: **{wall:.2f}x** in wall time per update, **{cpu:.2f}x** in CPU
 time per update. Target (issue 4: ≥ 1.3x SB3's updates/s) in this steady-state comparison:
 **{"met" if min(wall, cpu) >= 1.3 else "not met"}**.
-"""
+{ftz}"""
 
 
 def replace_section(heading: str, body: str, path: str = RESULTS_MD) -> None:
@@ -706,6 +729,12 @@ def parse_args(task: SacTask, doc: str, default_seeds: list[int]):
         help="instead of learning runs: time this many updates per run in steady state",
     )
     parser.add_argument("--repeats", type=int, default=3, help="A/B pairs of --steady_updates")
+    parser.add_argument(
+        "--with_sb3_ftz",
+        action="store_true",
+        help="steady A/B: also time SB3 with subnormal floats flushed to zero (alf's default)",
+    )
+    parser.add_argument("--flush_denormal", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--note", default="", help="a remark printed with the results")
     parser.add_argument("--seed", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
@@ -748,7 +777,7 @@ def main(task: SacTask, doc: str, default_seeds: list[int]) -> None:
         return
     if args.worker in ("sb3_speed", "alf_speed"):
         framework = args.worker.split("_")[0]
-        speed_worker(task, framework, args.seed, args.steady_updates, args.out)
+        speed_worker(task, framework, args.seed, args.steady_updates, args.out, args.flush_denormal)
         return
     if args.report_only:
         saved = _saved(args)
@@ -787,8 +816,9 @@ def steady_main(task: SacTask, args) -> None:
     """Alternate steady-state speed runs; add their table to the saved results."""
     info = dict(speed_start=_now(), speed_load_start=_load())
     speeds = []
+    frameworks = ("alf", "sb3", "sb3_ftz") if args.with_sb3_ftz else ("alf", "sb3")
     for i in range(args.repeats):
-        for framework in ("alf", "sb3"):
+        for framework in frameworks:
             speeds.append(run_speed(task, framework, i, args.steady_updates, args.work_dir))
             print(speeds[-1], flush=True)
     info.update(speed_end=_now(), speed_load_end=_load())
