@@ -231,11 +231,7 @@ class DdpgAlgorithm(OffPolicyAlgorithm):
         return torch.maximum(torch.minimum(action, self._high), self._low)
 
     def _collecting_initial_steps(self) -> bool:
-        if not self._random_initial_collect or self._config is None:
-            return False
-        buffer = self.replay_buffer
-        size = 0 if buffer is None else int(buffer.current_size().min())
-        return size < self._config.initial_collect_steps
+        return self._random_initial_collect and self.initial_collect_pending()
 
     def predict_step(self, inputs: TimeStep, state) -> AlgStep:
         """:math:`\\mu_\\phi(s)` ``[B, ...]``."""

@@ -230,11 +230,7 @@ class DqnAlgorithm(OffPolicyAlgorithm):
         return self._q_network.index_action(torch.where(explore, random, greedy))
 
     def _collecting_initial_steps(self) -> bool:
-        if not self._random_initial_collect or self._config is None:
-            return False
-        buffer = self.replay_buffer
-        size = 0 if buffer is None else int(buffer.current_size().min())
-        return size < self._config.initial_collect_steps
+        return self._random_initial_collect and self.initial_collect_pending()
 
     def current_rollout_epsilon(self) -> float:
         """The rollout's epsilon now (1 during the random initial collection)."""

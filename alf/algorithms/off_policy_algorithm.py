@@ -62,10 +62,26 @@ class OffPolicyAlgorithm(RLAlgorithm):
         self._replay_buffer: ReplayBuffer | None = None
         self._pending_replay_buffer_state: dict | None = None
         self._train_experience_steps = 0
+        self._initial_collect_done = False
 
     @property
     def replay_buffer(self) -> ReplayBuffer | None:
         return self._replay_buffer
+
+    def initial_collect_pending(self) -> bool:
+        """Whether some env still has fewer than ``initial_collect_steps`` steps in the
+        replay buffer, i.e. training has not started yet: the window in which
+        algorithms with ``random_initial_collect`` act uniformly at random
+        (Stable-Baselines3's ``learning_starts``). False without a ``TrainerConfig``."""
+        if self._initial_collect_done or self._config is None:
+            return False
+        buffer = self._replay_buffer
+        size = 0 if buffer is None else int(buffer.current_size().min())
+        if size < self._config.initial_collect_steps:
+            return True
+        # The buffer only grows unless it is cleared: no need to look again.
+        self._initial_collect_done = not self._config.clear_replay_buffer
+        return False
 
     def _make_experience(self, time_step, transformed, policy_step, policy_state) -> Experience:
         """Store the raw time step: transformers run again on replayed data."""

@@ -158,6 +158,10 @@ class SacAlgorithm(OffPolicyAlgorithm):
             :math:`\\min_i \\bar Q_i` alone (False).
         target_update_tau: Polyak factor of the target critics.
         target_update_period: update the target critics every so many updates.
+        random_initial_collect: act uniformly at random within the action bounds
+            until every env has ``config.initial_collect_steps`` steps in the replay
+            buffer, as Stable-Baselines3's SAC does before ``learning_starts``. False
+            (ALF's SAC): collect them with the untrained policy.
         optimizer: default optimizer of parameters no other optimizer claims.
         actor_optimizer: optimizer of the actor network.
         critic_optimizer: optimizer of the critic network(s).
@@ -185,6 +189,7 @@ class SacAlgorithm(OffPolicyAlgorithm):
         use_entropy_reward: bool = True,
         target_update_tau: float = 0.005,
         target_update_period: int = 1,
+        random_initial_collect: bool = False,
         optimizer=None,
         actor_optimizer=None,
         critic_optimizer=None,
@@ -222,6 +227,7 @@ class SacAlgorithm(OffPolicyAlgorithm):
             _default_target_entropy(action_spec) if target_entropy is None else target_entropy
         )
         self._use_entropy_reward = use_entropy_reward
+        self._random_initial_collect = random_initial_collect
         self._critic_loss = critic_loss_ctor()
         self._target_updater = TargetUpdater(
             [self._critic_networks],
@@ -290,7 +296,12 @@ class SacAlgorithm(OffPolicyAlgorithm):
         return AlgStep(output=dist_utils.get_mode(dist), state=state)
 
     def rollout_step(self, inputs: TimeStep, state) -> AlgStep:
-        """A sample of the policy, ``[B, ...]``."""
+        """A sample of the policy, ``[B, ...]`` (uniform within the action bounds during
+        a ``random_initial_collect``)."""
+        if self._random_initial_collect and self.initial_collect_pending():
+            batch_size = inputs.step_type.shape[0]
+            action = self._action_spec.sample((batch_size,)).to(inputs.step_type.device)
+            return AlgStep(output=action, state=state, info=SacRolloutInfo(action=action))
         dist, _ = self._actor_network(inputs.observation)
         parts = _squashed_normal_parts(dist)
         action = dist.sample() if parts is None else _squash(parts, torch.randn_like(parts[0]))[0]

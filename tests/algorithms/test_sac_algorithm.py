@@ -361,6 +361,40 @@ def test_sac_rejects_bad_settings():
         env.close()
 
 
+@pytest.mark.parametrize("discrete", [False, True])
+def test_random_initial_collect_acts_uniformly_until_training_starts(discrete):
+    """``random_initial_collect``: uniform actions, the policy not consulted, until every
+    env has ``initial_collect_steps`` steps; the policy from then on."""
+    seeding.set_random_seed(0)
+    env = counting_env(num_envs=4) if discrete else _env(CONTINUOUS_COUNTING_ENV)
+    try:
+        alg = _sac(env, _config(initial_collect_steps=4), random_initial_collect=True)
+        calls = []
+        alg.actor_network.register_forward_hook(lambda *args: calls.append(1))
+        num = 4000
+        inputs = TimeStep(
+            step_type=torch.ones(num, dtype=torch.int32),
+            observation=env.observation_spec().zeros((num,)),
+        )
+        with torch.no_grad():
+            action = alg.rollout_step(inputs, ()).output
+        assert alg.initial_collect_pending() and not calls
+        if discrete:  # uniform over {0, 1, 2, 3}
+            counts = torch.bincount(action.flatten(), minlength=4).float()
+            assert ((counts - num / 4).abs() < 0.1 * num / 4).all(), counts
+        else:  # uniform in [-1, 3]^2: mean 1, std 4 / sqrt(12)
+            assert float(action.min()) >= -1.0 and float(action.max()) <= 3.0
+            assert (action.mean(0) - 1.0).abs().max() < 0.1
+            assert (action.std(0) - 4 / math.sqrt(12)).abs().max() < 0.05
+        alg.train_iter()  # unroll_length 4: every env now has 4 steps
+        assert not alg.initial_collect_pending()
+        with torch.no_grad():
+            alg.rollout_step(inputs, ())
+        assert calls
+    finally:
+        env.close()
+
+
 def test_actor_network_default_is_squashed_and_discrete_entropy_target():
     spec = BoundedTensorSpec((3,), minimum=-2.0, maximum=2.0)
     alg = SacAlgorithm(TensorSpec((4,)), spec)
