@@ -68,15 +68,15 @@ TASK = SacTask(
   explicitly, equal to the conf's.
 - Differences that remain: **warm-up actions** (SB3 takes uniform random actions for its
   first `learning_starts` steps; alf collects its `initial_collect_steps` with the untrained
-  stochastic policy: it has no random warm-up); **subnormal floats**: alf flushes them to
-  zero (`TrainerConfig.flush_denormal`, on by default), SB3 runs with torch's default
-  (computes on them, slower on x86); **update order** (SB3 steps α, then the critics, then
-  the actor against the just-updated critics; alf sums the three losses into one backward
-  pass on the pre-update critics); alf's Adam uses torch's fused kernel, SB3's the default
-  one; alf's updates count is SB3's + 1 (alf trains on the step that fills
-  `initial_collect_steps`, SB3 from the next one). alf also writes a "best" checkpoint after
-  each eval that improves on the best so far (the conf's default), counted in its training
-  time.""",
+  stochastic policy, the conf keeps `SacAlgorithm.random_initial_collect=False`, ALF's
+  behaviour); **subnormal floats**: alf flushes them to zero
+  (`TrainerConfig.flush_denormal`, on by default), SB3 runs with torch's default (computes
+  on them, slower on x86); **update order** (SB3 steps α, then the critics, then the actor
+  against the just-updated critics; alf sums the three losses into one backward pass on the
+  pre-update critics); alf's Adam uses torch's fused kernel, SB3's the default one; alf's
+  updates count is SB3's + 1 (alf trains on the step that fills `initial_collect_steps`, SB3
+  from the next one). alf also writes a "best" checkpoint after each eval that improves on
+  the best so far (the conf's default), counted in its training time.""",
 )
 
 if __name__ == "__main__":
