@@ -6,30 +6,8 @@ cheap fork of it (~10 ms instead of ~0.8 s of imports per worker with ``spawn``)
 never forking a parent that may already run torch threads. The environment
 constructor is sent cloudpickled, so lambdas and ``functools.partial`` both work.
 
-Protocol. Every message is framed as a 4-byte big-endian length, one byte of
-``MessageType`` and a payload (``write_message``/``read_message``):
-
-==========  ===============  ===================================================
-message     direction        payload
-==========  ===============  ===================================================
-READY       worker → parent  pickled dict of specs (after the env is built)
-RESET       parent → worker  none
-STEP        parent → worker  none (shared memory) or the pickled action leaves
-DONE        worker → parent  none: the time step is in shared memory
-RESULT      worker → parent  pickled value (time step leaves, call result)
-EXCEPTION   worker → parent  pickled dict: type, message, traceback, env_id
-CALL        parent → worker  pickled ``(name, args, kwargs)``: ``env.name(...)``
-GETATTR     parent → worker  pickled name: ``env.name``
-ATTACH      parent → worker  pickled buffer layouts and rows; two fds follow
-CLOSE       parent → worker  none: close the env and exit
-==========  ===============  ===================================================
-
-Data path. With ``flatten=True`` actions and time steps travel through two shared
-memory blocks (memfd, passed to the worker as file descriptors) laid out by
-``NestLayout``: one byte block per batch with each leaf ``[B, ...]`` contiguous, so the
-pipe only carries payload-free STEP/DONE messages and the parent copies each leaf of a
-whole batch out at once. ``ParallelAlfEnvironment`` gives all its workers rows of the
-same blocks. With ``flatten=False`` the leaves are pickled over the pipe.
+The parent/worker protocol (message framing, message types, the shared-memory data
+path) is in ``process_protocol``; the worker loop in ``process_worker``.
 
 Robustness. Every wait polls the pipe in short slices and checks between slices that
 the worker is alive, so a dead worker (e.g. SIGKILL) raises ``EnvironmentProcessError``
@@ -43,331 +21,43 @@ finalizer at interpreter exit) asks the worker to exit, then terminates and kill
 from __future__ import annotations
 
 import contextlib
-import enum
 import logging
-import mmap
 import multiprocessing
-import os
 import pickle
 import select
-import signal
-import struct
 import sys
-import tempfile
 import time
-import traceback
 import weakref
 from multiprocessing import reduction
 
 import cloudpickle
-import numpy as np
 
 import alf.nest as nest
 from alf.data_structures import TimeStep
 from alf.environments.alf_environment import AlfEnvironment
 from alf.environments.batched_environment import (
-    LeafGetter,
     NestLayout,
     check_batched_leaves,
     to_numpy_leaf,
 )
+from alf.environments.process_protocol import (  # noqa: F401 (re-exported)
+    EnvironmentProcessCrashed,
+    EnvironmentProcessError,
+    MessageType,
+    SharedBuffer,
+    describe_exitcode,
+    format_env_id,
+    read_message,
+    write_message,
+)
+from alf.environments.process_worker import worker_main
 
 logger = logging.getLogger(__name__)
 
 #: Seconds between liveness checks while waiting for a worker.
 POLL_INTERVAL = 0.05
 
-_FORKSERVER_PRELOAD = ["alf.environments.process_environment", "alf.environments.suite_gym"]
-
-
-class MessageType(enum.IntEnum):
-    """The first byte of every message between a parent and its worker."""
-
-    READY = 1
-    RESET = 2
-    STEP = 3
-    DONE = 4
-    RESULT = 5
-    EXCEPTION = 6
-    CALL = 7
-    GETATTR = 8
-    ATTACH = 9
-    CLOSE = 10
-
-
-_HEADER = struct.Struct("!IB")  # length of kind + payload, kind
-
-
-def write_message(fd: int, kind: MessageType, payload: bytes = b"") -> None:
-    """Write one framed message (``[length][kind][payload]``) to the socket ``fd``."""
-    view = memoryview(_HEADER.pack(len(payload) + 1, kind) + payload)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _read_exact(fd: int, size: int) -> bytes:
-    data = os.read(fd, size)
-    if len(data) == size:
-        return data
-    chunks = [data]
-    size -= len(data)
-    while data and size:
-        data = os.read(fd, size)
-        chunks.append(data)
-        size -= len(data)
-    if size:
-        raise EOFError("the other end of the pipe is closed")
-    return b"".join(chunks)
-
-
-def read_message(fd: int) -> tuple[int, bytes]:
-    """Read one framed message from ``fd``; ``EOFError`` when the peer is gone."""
-    length, kind = _HEADER.unpack(_read_exact(fd, _HEADER.size))
-    return kind, (_read_exact(fd, length - 1) if length > 1 else b"")
-
-
-class EnvironmentProcessError(RuntimeError):
-    """An environment worker failed: it raised, died or did not answer in time.
-
-    Attributes:
-        env_id: the env_id (or ids) of the environment(s) in the worker.
-        exitcode: the worker's exit code if it died (negative: killed by a signal).
-        remote_traceback: the worker's traceback text if it raised.
-    """
-
-    def __init__(self, message: str, env_id=None, exitcode=None, remote_traceback=None):
-        super().__init__(message)
-        self.env_id = env_id
-        self.exitcode = exitcode
-        self.remote_traceback = remote_traceback
-
-
-# ----------------------------------------------------------------------------
-# shared memory
-
-
-class SharedBuffer:
-    """An anonymous shared byte block (memfd, or an unlinked temp file) passed by fd.
-
-    Args:
-        layout: the ``NestLayout`` of the data it holds; ``views`` lists one
-            ``[B, ...]`` array per leaf.
-    """
-
-    def __init__(self, layout: NestLayout):
-        self.layout = layout
-        self.nbytes = layout.nbytes
-        if hasattr(os, "memfd_create"):
-            self.fd = os.memfd_create("alf_env", os.MFD_CLOEXEC)
-        else:
-            shm_dir = "/dev/shm" if os.path.isdir("/dev/shm") else None
-            self.fd, path = tempfile.mkstemp(dir=shm_dir)
-            os.unlink(path)
-        os.ftruncate(self.fd, self.nbytes)
-        self.mmap = mmap.mmap(self.fd, self.nbytes)
-        self.array = np.frombuffer(self.mmap, np.uint8)
-        self.views = layout.views(self.array)
-
-    def close(self) -> None:
-        """Release the mapping and the fd (idempotent)."""
-        if self.fd is None:
-            return
-        self.array = self.views = None
-        # BufferError: arrays viewing it are still alive; the mapping goes with them.
-        with contextlib.suppress(BufferError):
-            self.mmap.close()
-        os.close(self.fd)
-        self.fd = None
-
-
-# ----------------------------------------------------------------------------
-# worker side
-
-
-def _exception_payload(env_id) -> bytes:
-    """Pickled description of the exception being handled."""
-    exc = sys.exc_info()[1]
-    info = {
-        "type": type(exc).__name__,
-        "message": str(exc),
-        "traceback": traceback.format_exc(),
-        "env_id": env_id,
-    }
-    with contextlib.suppress(Exception):
-        info["exception"] = cloudpickle.dumps(exc)
-    return pickle.dumps(info)
-
-
-class _Worker:
-    """The loop run in the subprocess: build the env, then serve messages."""
-
-    def __init__(self, conn, env_id):
-        self._conn = conn
-        self._fd = conn.fileno()
-        self._env_id = env_id
-        self._env = None
-        self._flat = None
-        self._handlers = {
-            MessageType.RESET: self._on_reset,
-            MessageType.STEP: self._on_step,
-            MessageType.CALL: self._on_call,
-            MessageType.GETATTR: self._on_getattr,
-            MessageType.ATTACH: self._on_attach,
-        }
-
-    def run(self, constructor_bytes: bytes) -> None:
-        try:
-            self._env = cloudpickle.loads(constructor_bytes)()
-            self._send(MessageType.READY, pickle.dumps(_describe(self._env)))
-        except BaseException:
-            with contextlib.suppress(OSError):
-                self._send(MessageType.EXCEPTION, _exception_payload(self._env_id))
-            return
-        try:
-            self._serve()
-        finally:
-            try:
-                self._env.close()
-            except Exception:
-                logger.exception("env_id=%s: error while closing the environment", self._env_id)
-
-    def _serve(self) -> None:
-        fd = self._fd
-        while True:
-            try:
-                kind, payload = read_message(fd)
-            except (EOFError, OSError):
-                return  # the parent is gone
-            if kind == MessageType.CLOSE:
-                return
-            try:
-                self._handlers[kind](payload)
-            except Exception:
-                try:
-                    self._send(MessageType.EXCEPTION, _exception_payload(self._env_id))
-                except OSError:
-                    return
-
-    def _send(self, kind: MessageType, payload: bytes = b"") -> None:
-        write_message(self._fd, kind, payload)
-
-    def _reply_time_step(self, time_step) -> None:
-        if self._flat is None:
-            self._send(MessageType.RESULT, pickle.dumps(nest.flatten(time_step), protocol=5))
-        else:
-            self._flat.write_time_step(time_step)
-            self._send(MessageType.DONE)
-
-    def _on_reset(self, payload: bytes) -> None:
-        self._reply_time_step(self._env.reset())
-
-    def _on_step(self, payload: bytes) -> None:
-        if self._flat is None:
-            action = nest.pack_sequence_as(self._env.action_spec(), pickle.loads(payload))
-        else:
-            action = self._flat.read_action()
-        self._reply_time_step(self._env.step(action))
-
-    def _on_call(self, payload: bytes) -> None:
-        name, args, kwargs = pickle.loads(payload)
-        result = getattr(self._env, name)(*args, **kwargs)
-        self._send(MessageType.RESULT, cloudpickle.dumps(result))
-
-    def _on_getattr(self, payload: bytes) -> None:
-        result = getattr(self._env, pickle.loads(payload))
-        self._send(MessageType.RESULT, cloudpickle.dumps(result))
-
-    def _on_attach(self, payload: bytes) -> None:
-        spec = pickle.loads(payload)
-        self._flat = None
-        time_step_fd = reduction.recv_handle(self._conn)
-        action_fd = reduction.recv_handle(self._conn)
-        self._flat = _WorkerSharedIO(self._env, spec, time_step_fd, action_fd)
-        self._send(MessageType.RESULT, pickle.dumps(None))
-
-
-class _WorkerSharedIO:
-    """The worker's views of its rows of the shared time-step and action blocks."""
-
-    def __init__(self, env, spec: dict, time_step_fd: int, action_fd: int):
-        self._time_step_map = _map_fd(time_step_fd, spec["time_step_nbytes"])
-        self._action_map = _map_fd(action_fd, spec["action_nbytes"])
-        rows = slice(*spec["rows"])
-        self._time_step_views = _row_views(
-            spec["time_step_fields"], self._time_step_map, rows, env.batched
-        )
-        self._action_views = _row_views(spec["action_fields"], self._action_map, rows, env.batched)
-        self._action_treespec = NestLayout(env.action_spec(), 1).treespec
-        self._leaves_of = LeafGetter(env.time_step_spec())
-
-    def read_action(self):
-        """A private copy of this worker's action rows, as the env's action nest."""
-        leaves = [view.copy() if view.ndim else view[()] for view in self._action_views]
-        return self._action_treespec.unflatten(leaves)
-
-    def write_time_step(self, time_step) -> None:
-        """Write ``time_step`` into this worker's rows, checking shapes strictly."""
-        leaves = self._leaves_of(time_step)
-        if len(leaves) != len(self._time_step_views):
-            raise ValueError(
-                f"The environment returned a time step with {len(leaves)} leaves, but its "
-                f"time_step_spec has {len(self._time_step_views)}: {time_step}"
-            )
-        for view, leaf in zip(self._time_step_views, leaves):
-            shape = leaf.shape if isinstance(leaf, np.ndarray) else np.shape(leaf)
-            if shape != view.shape:
-                raise ValueError(
-                    f"The environment returned a leaf of shape {shape} where its "
-                    f"time_step_spec has shape {view.shape}: {time_step}"
-                )
-            view[...] = leaf
-
-
-def _map_fd(fd: int, nbytes: int) -> mmap.mmap:
-    try:
-        return mmap.mmap(fd, nbytes)
-    finally:
-        os.close(fd)
-
-
-def _row_views(fields, buffer, rows: slice, batched: bool) -> list[np.ndarray]:
-    """Views of ``rows`` of each leaf; without the batch dim for an unbatched env."""
-    views = []
-    for offset, shape, dtype in fields:
-        view = np.ndarray(shape, dtype, buffer=buffer, offset=offset)[rows]
-        views.append(view if batched else view.reshape(shape[1:]))
-    return views
-
-
-def _describe(env: AlfEnvironment) -> dict:
-    """What the parent needs to know about the env, sent with READY."""
-    return {
-        "time_step_spec": env.time_step_spec(),
-        "observation_spec": env.observation_spec(),
-        "action_spec": env.action_spec(),
-        "reward_spec": env.reward_spec(),
-        "env_info_spec": env.env_info_spec(),
-        "batched": env.batched,
-        "batch_size": env.batch_size,
-        "num_tasks": env.num_tasks,
-    }
-
-
-def _worker_main(conn, constructor_bytes: bytes, env_id, torch_num_threads) -> None:
-    """Entry point of the worker process."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if torch_num_threads is not None:
-        import torch
-
-        torch.set_num_threads(torch_num_threads)
-    try:
-        _Worker(conn, env_id).run(constructor_bytes)
-    finally:
-        conn.close()
-
-
-# ----------------------------------------------------------------------------
-# parent side
+_FORKSERVER_PRELOAD = ["alf.environments.process_worker", "alf.environments.suite_gym"]
 
 
 def get_context(start_method: str | None = None):
@@ -419,28 +109,6 @@ def _shutdown_worker(process, conn, timeout: float) -> None:
         process.kill()
         process.join(1.0)
     conn.close()
-
-
-def describe_exitcode(exitcode) -> str:
-    """``'exit code -9 (SIGKILL)'`` style text."""
-    if exitcode is not None and exitcode < 0:
-        try:
-            return f"exit code {exitcode} ({signal.Signals(-exitcode).name})"
-        except ValueError:
-            pass
-    return f"exit code {exitcode}"
-
-
-def _format_env_id(env_id) -> str:
-    if isinstance(env_id, range):
-        if len(env_id) == 1:
-            return f"env_id={env_id.start}"
-        return f"env_ids={env_id.start}..{env_id.stop - 1}"
-    return f"env_id={env_id}"
-
-
-class EnvironmentProcessCrashed(EnvironmentProcessError):
-    """The worker process died (its ``exitcode`` says how)."""
 
 
 class ProcessEnvironment(AlfEnvironment):
@@ -511,9 +179,9 @@ class ProcessEnvironment(AlfEnvironment):
         """Start the worker process (returns at once; see ``wait_until_ready``)."""
         parent_conn, child_conn = self._context.Pipe(duplex=True)
         process = self._context.Process(
-            target=_worker_main,
+            target=worker_main,
             args=(child_conn, self._constructor_bytes, self.env_id, self._torch_num_threads),
-            name=f"alf-env-{_format_env_id(self.env_id)}",
+            name=f"alf-env-{format_env_id(self.env_id)}",
             daemon=True,
         )
         with _main_module_hidden():
@@ -604,7 +272,7 @@ class ProcessEnvironment(AlfEnvironment):
         return self._info("time_step_spec")
 
     def _name(self) -> str:
-        return f"Environment worker {_format_env_id(self.env_id)} (pid {self.pid})"
+        return f"Environment worker {format_env_id(self.env_id)} (pid {self.pid})"
 
     # -- shared memory -------------------------------------------------------------------
 
