@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "alf", "examples")
 CONFS = sorted(
@@ -66,6 +67,9 @@ def test_example_trains_and_plays(conf, tmp_path):
     ckpts = os.listdir(os.path.join(root_dir, "train", "algorithm"))
     assert "ckpt-2.pt" in ckpts, ckpts
     assert any(n.startswith("events.") for n in os.listdir(os.path.join(root_dir, "eval")))
+    if conf == "sac_her_goal_conf.py":  # env_info['is_success'] at LAST: the success rate
+        tags = EventAccumulator(os.path.join(root_dir, "eval")).Reload().Tags()["scalars"]
+        assert "Metrics/AverageEnvInfo/is_success" in tags, tags
     play = _run(["alf.bin.play", "--root_dir", root_dir, "--num_episodes", "1"])
     assert play.returncode == 0, play.stderr[-3000:]
     assert "return" in play.stdout.lower(), play.stdout

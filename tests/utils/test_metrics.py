@@ -48,3 +48,36 @@ def test_metrics_match_step_by_step_reference():
         assert metrics.num_episodes == len(lengths)
         np.testing.assert_array_equal(metrics.average_return, np.mean(np.stack(returns), axis=0))
         assert metrics.average_episode_length == np.mean(lengths[-7:])
+
+
+def test_env_info_fields_averaged_at_episode_end():
+    """AverageEnvInfo/<field>: the value at LAST of each per-env numeric env_info leaf,
+    over the last buffer_size episodes; other leaves ignored; kept by state_dict."""
+    rng = np.random.default_rng(1)
+    num_steps, batch_size, buffer_size = 300, 4, 9
+    step_types = rng.choice([StepType.MID, StepType.LAST], (num_steps, batch_size), p=[0.8, 0.2])
+    success = rng.integers(0, 2, (num_steps, batch_size)).astype(np.float32)
+    position = rng.normal(size=(num_steps, batch_size)).astype(np.float32)
+    metrics = EpisodeMetrics(batch_size, buffer_size=buffer_size)
+    expected = collections.defaultdict(lambda: collections.deque(maxlen=buffer_size))
+    for t in range(num_steps):
+        env_info = {
+            "is_success": torch.from_numpy(success[t]),
+            "body": {"x": torch.from_numpy(position[t])},
+            "image": torch.zeros(batch_size, 2, 2),  # not per-env scalar: ignored
+        }
+        step_type = torch.from_numpy(step_types[t].astype(np.int32))
+        metrics(TimeStep(step_type=step_type, reward=torch.zeros(batch_size), env_info=env_info))
+        for i in np.flatnonzero(step_types[t] == StepType.LAST):
+            expected["is_success"].append(success[t, i])
+            expected["body.x"].append(position[t, i])
+    results = metrics.results()
+    assert set(k for k in results if k.startswith("AverageEnvInfo/")) == {
+        "AverageEnvInfo/is_success",
+        "AverageEnvInfo/body.x",
+    }
+    for path, values in expected.items():
+        assert np.isclose(results[f"AverageEnvInfo/{path}"], np.mean(values))
+    restored = EpisodeMetrics(batch_size, buffer_size=buffer_size)
+    restored.load_state_dict(metrics.state_dict())
+    assert restored.results() == results
