@@ -121,11 +121,17 @@ class _Renderer:
         return _render_literal(value)
 
     def render_global(self, obj):
-        """``module.QualName`` of a module-level object, adding ``module`` to the imports."""
+        """``module.QualName`` of a module-level object, adding ``module`` to the imports.
+
+        Falls back to ``module.__name__`` when that is the object: torch's functions
+        (``torch.relu_``: qualname ``_VariableFunctionsClass.relu_``) are exported so.
+        """
         module = getattr(obj, "__module__", None)
         qualname = getattr(obj, "__qualname__", None)
         if not _is_importable(obj, module, qualname):
-            raise _NotRenderable(repr(obj))
+            qualname = getattr(obj, "__name__", None)
+            if not _is_importable(obj, module, qualname):
+                raise _NotRenderable(repr(obj))
         if module == "builtins":
             return qualname
         self.imports.add(module)

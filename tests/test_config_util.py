@@ -2,6 +2,7 @@
 
 import collections
 import dataclasses
+import functools
 import importlib.util
 import inspect
 import os
@@ -500,6 +501,20 @@ def test_operative_config_str_comments_values_without_source_form():
     alf.reset_configs()
     exec(compile(text, "<operative>", "exec"), {})
     assert alf.get_inoperative_configs() == [(f"{CfgAgent.__module__}.CfgAgent", {"gamma": 0.5})]
+
+
+def test_operative_config_str_renders_torch_functions_by_their_exported_name():
+    """``torch.relu_``'s qualname (``_VariableFunctionsClass.relu_``) does not import; its
+    exported name does, so a ctor holding it (``partial(Net, activation=torch.relu_)``)
+    is written out instead of dropped."""
+    torch = pytest.importorskip("torch")
+    alf.config("CfgAgent", gamma=functools.partial(max, key=torch.relu_))
+    CfgAgent()
+    text = config_util.operative_config_str()
+    assert "gamma=functools.partial(max, key=torch.relu_)" in text
+    alf.reset_configs()
+    exec(compile(text, "<operative>", "exec"), {})
+    assert CfgAgent().gamma.keywords["key"] is torch.relu_
 
 
 def test_operative_config_str_renders_numpy_scalars_as_numbers():
