@@ -7,21 +7,21 @@ subprocesses (``--worker``): with HER (``use_her=True``, her_proportion 0.8) and
 without (``use_her=False``), everything else equal. The worker runs the same
 training iterations as ``PolicyTrainer`` (``algorithm.train_iter()`` until
 ``env_steps``) and every ``--eval_every`` env steps plays ``--eval_episodes``
-episodes with the deterministic policy on 10 separate envs (fixed seed), counting
-an episode a success when ``env_info['is_success']`` is 1 at its last step (the
-gymnasium-robotics convention). Results go to ``benchmarks/results/her_goal.json``;
-the markdown summary printed at the end is what ``benchmarks/RESULTS.md`` shows.
+episodes with the deterministic policy on 10 separate envs (fixed seed;
+``variant_runs.py``); the success rate is the evaluation's
+``AverageEnvInfo/is_success``, the mean of ``env_info['is_success']`` at the
+episodes' last steps (the gymnasium-robotics convention). Results go to
+``benchmarks/results/her_goal.json``; the markdown summary printed at the end is what
+``benchmarks/RESULTS.md`` shows.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
-import sys
-import time
+
+from variant_runs import run_variants, train_and_evaluate, write_json
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(BENCH_DIR)
@@ -29,76 +29,20 @@ CONF = os.path.join(REPO_DIR, "alf", "examples", "sac_her_goal_conf.py")
 RESULTS_JSON = os.path.join(BENCH_DIR, "results", "her_goal.json")
 
 
-def success_rate(algorithm, env, num_episodes: int, seed: int) -> float:
-    """Fraction of ``num_episodes`` deterministic episodes ending with ``is_success`` 1."""
-    import torch
-
-    from alf.data_structures import StepType
-
-    algorithm.eval()
-    env.seed(seed)
-    time_step = env.reset()
-    transform_state = ()
-    successes, episodes = 0, 0
-    with torch.no_grad():
-        while episodes < num_episodes:
-            last = time_step.step_type == StepType.LAST
-            successes += int((time_step.env_info["is_success"][last] > 0.5).sum())
-            episodes += int(last.sum())
-            transformed, transform_state = algorithm.data_transformer.transform_timestep(
-                time_step, transform_state
-            )
-            action = algorithm.predict_step(transformed, ()).output
-            time_step = env.step(action)
-    algorithm.train()
-    return successes / episodes
-
-
 def worker(seed: int, use_her: bool, env_steps: int, eval_every: int, episodes: int, out: str):
     """Train one run in this process and write its success curve to ``out``."""
-    import torch
-
-    from alf.algorithms.config import TrainerConfig
-    from alf.environments.utils import create_environment
-    from alf.trainers.policy_trainer import create_algorithm
-    from alf.utils import common, seeding
-    from alf.utils.device import set_device
-    from alf.utils.schedulers import update_progress
-
-    params = [f"use_her={use_her}", f"TrainerConfig.random_seed={seed}"]
-    common.parse_conf_file(CONF, params, [])
-    config = TrainerConfig()
-    seeding.set_random_seed(seed)
-    torch.set_num_threads(1)
-    env = create_environment(seed=seed)
-    eval_env = create_environment(num_parallel_environments=10, nonparallel=True, seed=10_000)
-    algorithm = create_algorithm(config, env, set_device("cpu"))
-    start, eval_time = time.time(), 0.0
-    steps, iteration, curve = 0, 0, []
-    next_eval = eval_every
-    while steps < env_steps:
-        update_progress(iteration, steps, steps / env_steps)
-        steps += algorithm.train_iter()
-        iteration += 1
-        if steps >= next_eval or steps >= env_steps:
-            eval_start = time.time()
-            curve.append((steps, success_rate(algorithm, eval_env, episodes, seed=123)))
-            eval_time += time.time() - eval_start
-            next_eval += eval_every
-            print(f"seed {seed} her {use_her} steps {steps} success {curve[-1][1]:.2f}", flush=True)
-    env.close()
-    eval_env.close()
-    result = dict(
-        seed=seed,
-        use_her=use_her,
-        env_steps=steps,
-        curve=curve,
-        final_success=curve[-1][1],
-        wall_s=time.time() - start,
-        eval_s=eval_time,
+    result = train_and_evaluate(
+        CONF,
+        [f"use_her={use_her}"],
+        seed,
+        env_steps,
+        eval_every,
+        episodes,
+        measure=lambda metrics: (metrics.average_env_info()["is_success"],),
+        label=f"her {use_her}",
     )
-    with open(out, "w") as f:
-        json.dump(result, f)
+    curve = result["curve"]
+    write_json(out, dict(result, seed=seed, use_her=use_her, final_success=curve[-1][1]))
 
 
 def summary(runs: list[dict], env_steps: int) -> str:
@@ -149,20 +93,17 @@ def main() -> None:
             args.out,
         )
         return
-    runs = []
-    os.makedirs(os.path.dirname(args.json_path), exist_ok=True)
-    for seed in args.seeds:
-        for variant in args.variants:
-            out = f"/tmp/her_goal_{seed}_{variant}.json"
-            cmd = [sys.executable, __file__, "--worker", "--seeds", str(seed)]
-            cmd += ["--use_her", str(int(variant == "her")), "--out", out]
-            cmd += ["--env_steps", str(args.env_steps), "--eval_every", str(args.eval_every)]
-            cmd += ["--eval_episodes", str(args.eval_episodes)]
-            subprocess.run(cmd, check=True)
-            with open(out) as f:
-                runs.append(json.load(f))
-            with open(args.json_path, "w") as f:
-                json.dump(dict(env_steps=args.env_steps, runs=runs), f, indent=1)
+
+    def worker_args(seed: int, variant: str) -> list[str]:
+        return [
+            *("--worker", "--seeds", str(seed), "--use_her", str(int(variant == "her"))),
+            *("--env_steps", str(args.env_steps), "--eval_every", str(args.eval_every)),
+            *("--eval_episodes", str(args.eval_episodes)),
+        ]
+
+    runs = run_variants(
+        __file__, args.seeds, args.variants, worker_args, args.json_path, args.env_steps
+    )
     print(summary(runs, args.env_steps))
 
 
