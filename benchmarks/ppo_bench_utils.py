@@ -681,3 +681,27 @@ def update_stats_table(runs: list[dict], num_epochs: int) -> str:
         )
     header = ["framework", "seed", "iterations", "approx KL (median)", "clip fraction (median)"]
     return markdown_table(header, rows)
+
+
+def main(args, new_record, report, markdown) -> None:
+    """A PPO benchmark's command: run (or, with ``--report_only``, reload) and report.
+
+    Args:
+        args: the parsed command line (``report_only``, ``json_path``, ``note``,
+            ``work_dir``, ``no_write``).
+        new_record: ``new_record(args) -> record`` for a fresh run.
+        report: ``report(args, record, refresh)`` writes the JSON and RESULTS.md.
+        markdown: ``markdown(record) -> str``, printed at the end.
+    """
+    if args.report_only:
+        with open(args.json_path) as f:
+            record = json.load(f)
+        add_notes(record, args.note)
+    else:
+        record = new_record(args)
+        add_notes(record, args.note)
+        print(f"Runs in {args.work_dir}", flush=True)
+        run_all(args, record, report)
+    report(args, record, refresh=not args.report_only)
+    print(markdown(record))
+    print(f"Results: {args.json_path}" + ("" if args.no_write else f", {RESULTS_MD}"))

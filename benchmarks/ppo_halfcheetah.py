@@ -20,7 +20,6 @@ or ``--num_threads`` other than 1 write a suffixed JSON only.
 from __future__ import annotations
 
 import argparse
-import json
 
 import ppo_bench_utils as bench
 
@@ -159,19 +158,7 @@ when the run's files are gone):
 
 
 def main() -> None:
-    args = parse_args()
-    if args.report_only:
-        with open(args.json_path) as f:
-            record = json.load(f)
-        bench.add_notes(record, args.note)
-    else:
-        record = new_record(args)
-        bench.add_notes(record, args.note)
-        print(f"Runs in {args.work_dir}", flush=True)
-        bench.run_all(args, record, report)
-    report(args, record, refresh=not args.report_only)
-    print(markdown(record))
-    print(f"Results: {args.json_path}" + ("" if args.no_write else f", {bench.RESULTS_MD}"))
+    bench.main(parse_args(), new_record, report, markdown)
 
 
 if __name__ == "__main__":
