@@ -3,10 +3,10 @@
 Switch the task with ``--conf_param "create_environment.env_name='Hopper-v5'"``
 (or ``'Walker2d-v5'``, ``'Ant-v5'``). Hyperparameters are rl-baselines3-zoo's
 SAC MuJoCo entry (``learning_starts: 10000``, everything else Stable-Baselines3's
-SAC defaults): 256x256 ReLU actor and twin critics, Adam lr 3e-4 for actor,
-critics and α, batch 256, gamma 0.99, tau 0.005, replay buffer 1e6, one
-gradient step per env step, automatic entropy tuning from α = 1 with target
-entropy -dim(A), 1e6 env steps. One env in the main process.
+SAC defaults, ``sac_conf.py``): 256x256 ReLU actor and twin critics, Adam lr 3e-4
+for actor, critics and α, batch 256, gamma 0.99, tau 0.005, replay buffer 1e6, one
+gradient step per env step, automatic entropy tuning from α = 1 with target entropy
+-dim(A), 1e6 env steps. One env in the main process.
 
 Weights start with PyTorch's default ``nn.Linear`` init in every layer (as
 Stable-Baselines3). With alf's default variance-scaling init the untrained
@@ -22,23 +22,14 @@ import functools
 import torch
 
 import alf
-from alf.algorithms.config import TrainerConfig  # noqa: F401
-from alf.algorithms.sac_algorithm import SacAlgorithm, SquashedNormalActorNetwork
-from alf.algorithms.td_loss import OneStepTDLoss
-from alf.environments import utils as env_utils  # noqa: F401
+from alf.algorithms.sac_algorithm import SquashedNormalActorNetwork
 from alf.initializers import torch_default_init
 from alf.networks.critic_networks import CriticNetwork
-from alf.optimizers import Adam
 
-alf.config(
-    "create_environment",
-    env_name="HalfCheetah-v5",
-    num_parallel_environments=1,
-    nonparallel=True,
-)
+alf.import_config("sac_conf.py")
 
+alf.config("create_environment", env_name="HalfCheetah-v5")
 hidden = (256, 256)
-lr = 3e-4
 alf.config(
     "SacAlgorithm",
     actor_network_ctor=functools.partial(
@@ -54,34 +45,14 @@ alf.config(
         kernel_initializer=torch_default_init,
         last_kernel_initializer=torch_default_init,
     ),
-    num_critic_replicas=2,
-    critic_loss_ctor=functools.partial(OneStepTDLoss, gamma=0.99),
-    initial_log_alpha=0.0,
-    target_update_tau=0.005,
-    target_update_period=1,
-    # Named, so their gradient-norm summaries (grad_norm/<name>) do not collide.
-    actor_optimizer=Adam(lr=lr, name="actor_adam"),
-    critic_optimizer=Adam(lr=lr, name="critic_adam"),
-    alpha_optimizer=Adam(lr=lr, name="alpha_adam"),
 )
 alf.config("NormalProjectionNetwork", kernel_initializer=torch_default_init)  # mean/std heads
 alf.config(
     "TrainerConfig",
-    algorithm_ctor=SacAlgorithm,
-    unroll_length=1,
-    mini_batch_length=2,
-    mini_batch_size=256,
-    num_updates_per_train_iter=1,
-    whole_replay_buffer_training=False,
-    clear_replay_buffer=False,
-    replay_buffer_length=1_000_000,
     initial_collect_steps=10_000,
     num_env_steps=1_000_000,
-    num_iterations=0,
-    evaluate=True,
     eval_interval=10_000,
     num_eval_episodes=5,
     num_eval_environments=5,
-    summary_interval=1000,
     num_checkpoints=10,
 )
