@@ -161,7 +161,6 @@ def build_experiment(root_dir: str, conf_params=(), gin_params=(), seed: int = 0
         ``(env, algorithm)``: a batched env of size 1 in this process and the
         algorithm (in eval mode) on the configured device.
     """
-
     from alf.algorithms.config import TrainerConfig
     from alf.environments.utils import create_environment
     from alf.trainers.policy_trainer import create_algorithm
