@@ -159,15 +159,9 @@ class OffPolicyAlgorithm(RLAlgorithm):
                 f"TrainerConfig.replay_buffer_length ({buffer.max_length}) must be >= "
                 f"unroll_length ({cfg.unroll_length}) when clear_replay_buffer is True"
             )
-        unrolled = nest.stack_nests(experiences)
-        env_ids = unrolled.time_step.env_id
-        if bool((env_ids == env_ids[0]).all()):  # rows keep their env (batched envs do)
-            buffer.add_steps(unrolled, env_ids[0])
-        else:
-            for exp in experiences:
-                buffer.add_batch(exp, exp.time_step.env_id)
+        self._store(buffer, experiences)
         steps = len(experiences) * self._env.batch_size
-        if int(buffer.current_size().min()) < max(cfg.initial_collect_steps, 1):
+        if self.initial_collect_pending():
             return steps
         if cfg.whole_replay_buffer_training:
             self._train_on_whole_buffer()
@@ -176,6 +170,20 @@ class OffPolicyAlgorithm(RLAlgorithm):
         if cfg.clear_replay_buffer:
             buffer.clear()
         return steps
+
+    @staticmethod
+    def _store(buffer: ReplayBuffer, experiences: list[Experience]) -> None:
+        """Add an unroll's steps ``[B, ...]`` to ``buffer``, each row to its env's slots."""
+        if len(experiences) == 1:
+            buffer.add_batch(experiences[0], experiences[0].time_step.env_id)
+            return
+        unrolled = nest.stack_nests(experiences)
+        env_ids = unrolled.time_step.env_id
+        if bool((env_ids == env_ids[0]).all()):  # rows keep their env (batched envs do)
+            buffer.add_steps(unrolled, env_ids[0])
+        else:
+            for exp in experiences:
+                buffer.add_batch(exp, exp.time_step.env_id)
 
     def _transform(self, experience: Experience, env_ids, positions) -> Experience:
         """Raw replayed ``[T, B]`` experience → device, transformed by the data transformers.

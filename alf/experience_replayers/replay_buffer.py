@@ -78,6 +78,8 @@ class ReplayBuffer:
             data_spec,
         )
         self._flat_buffer, self._treespec = nest.flatten_with_spec(self._buffer)
+        # [num_envs * max_length, ...] views of the leaves: a step is one row (slot).
+        self._slot_views = [x.view(-1, *x.shape[2:]) for x in self._flat_buffer]
         self._current_pos = torch.zeros(num_environments, dtype=torch.int64)
         self._clear_pos = torch.zeros(num_environments, dtype=torch.int64)
         self._env_range = torch.arange(num_environments)
@@ -161,8 +163,7 @@ class ReplayBuffer:
         env_ids = env_ids.to(device="cpu", dtype=torch.int64)
         pos = self._current_pos[env_ids]
         slots = self._leaf(env_ids, pos)
-        for storage, value in zip(self._flat_buffer, nest.flatten(batch)):
-            _put(storage, slots, value)
+        self._put_all(slots, nest.flatten(batch))
         self._current_pos[env_ids] += 1
         if self._prioritized:
             self._set_priority_leaves(self._leaf(env_ids, pos), self._max_priority**self._alpha)
@@ -183,11 +184,19 @@ class ReplayBuffer:
             return
         pos = self._current_pos[env_ids] + torch.arange(num_steps).unsqueeze(1)  # [T, B]
         slots = self._leaf(env_ids.expand_as(pos), pos)
-        for storage, value in zip(self._flat_buffer, nest.flatten(steps)):
-            _put(storage, slots, value)
+        self._put_all(slots, nest.flatten(steps))
         self._current_pos[env_ids] += num_steps
         if self._prioritized:
             self._set_priority_leaves(slots.reshape(-1), self._max_priority**self._alpha)
+
+    def _put_all(self, slots: torch.Tensor, values: list) -> None:
+        """Write the leaves ``values`` ``[*slots.shape, ...]`` at the distinct flat
+        ``slots``: one ``index_copy_`` per leaf into its slot view."""
+        slots = slots.reshape(-1).to(self._device)
+        for rows, value in zip(self._slot_views, values):
+            if value.dtype != rows.dtype or value.device != rows.device:
+                value = value.to(rows.device, rows.dtype)
+            rows.index_copy_(0, slots, value.reshape(-1, *rows.shape[1:]))
 
     def _set_priority_leaves(self, leaves: torch.Tensor, values) -> None:
         """Set ``p^alpha`` of slots ``leaves`` ``[K]`` in both trees."""
@@ -254,9 +263,19 @@ class ReplayBuffer:
         slots = env_ids.unsqueeze(1) * self._max_length + positions % self._max_length
         if time_major:
             slots = slots.t()
-        batch = nest.unflatten(self._treespec, [_take(x, slots) for x in self._flat_buffer])
+        batch = nest.unflatten(self._treespec, self._take_all(slots))
         info = BatchInfo(env_ids=env_ids, positions=first_pos, importance_weights=weights)
         return batch, info
+
+    def _take_all(self, slots: torch.Tensor) -> list[torch.Tensor]:
+        """Every leaf at the flat ``slots`` ``[M, N]``, as ``[M, N, ...]``: one
+        ``index_select`` per leaf on its slot view (cheaper than indexing with an
+        env-id and a position tensor, which broadcasts and checks both)."""
+        flat = slots.reshape(-1).to(self._device)
+        return [
+            rows.index_select(0, flat).reshape(*slots.shape, *rows.shape[1:])
+            for rows in self._slot_views
+        ]
 
     # -- reading by position (for data transformers) -----------------------------------
 
@@ -519,23 +538,3 @@ class ReplayBuffer:
             logging.warning("%s: no priorities in the state; using max_priority", self._name)
             slots = self._num_envs * self._max_length
             self._set_all_priorities(torch.full((slots,), self._max_priority**self._alpha))
-
-
-def _put(storage: torch.Tensor, slots: torch.Tensor, value: torch.Tensor) -> None:
-    """Write ``value`` ``[*slots.shape, ...]`` into ``storage`` ``[num_envs, max_length, ...]``
-    at the flat slots ``slots`` (distinct): one ``index_copy_`` on the flattened view."""
-    flat = storage.view(-1, *storage.shape[2:])
-    value = value.to(storage.device, storage.dtype).reshape(-1, *storage.shape[2:])
-    flat.index_copy_(0, slots.reshape(-1).to(storage.device), value)
-
-
-def _take(storage: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
-    """``storage`` ``[num_envs, max_length, ...]`` at flat slots ``[M, N]`` → ``[M, N, ...]``.
-
-    One ``index_select`` on the flattened first two dims: cheaper than indexing
-    with an env-id and a position tensor (which broadcasts and checks both).
-    """
-    flat = storage.view(-1, *storage.shape[2:]).index_select(
-        0, slots.reshape(-1).to(storage.device)
-    )
-    return flat.reshape(*slots.shape, *storage.shape[2:])
