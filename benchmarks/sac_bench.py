@@ -404,12 +404,12 @@ def _run_columns(task: SacTask) -> list[tuple[str, object]]:
         ("updates", lambda r: _fmt(r["updates"])),
         ("updates/s", lambda r: _fmt(r["updates_per_sec"])),
         ("steady updates/s", lambda r: _fmt(r["steady_updates_per_sec"])),
+        ("updates / CPU s", lambda r: _fmt(r.get("updates_per_cpu_sec"))),
         ("final eval return", lambda r: _fmt(r["final_return"])),
     ]
     if task.threshold is None:
         return columns + [
             ("CPU s", lambda r: _fmt(r.get("cpu_s"))),
-            ("updates / CPU s", lambda r: _fmt(r.get("updates_per_cpu_sec"))),
             ("best eval return", lambda r: _fmt(r.get("best_return"))),
             ("load avg (1 min) start → end", _load_range),
         ]
@@ -422,9 +422,10 @@ def _run_columns(task: SacTask) -> list[tuple[str, object]]:
 
 
 def _median_keys(task: SacTask) -> list[str]:
-    keys = ["wall_s", "train_s", "updates_per_sec", "steady_updates_per_sec", "final_return"]
+    keys = ["wall_s", "train_s", "updates_per_sec", "steady_updates_per_sec"]
+    keys += ["updates_per_cpu_sec", "final_return"]
     if task.threshold is None:
-        return keys + ["best_return", "cpu_s", "updates_per_cpu_sec"]
+        return keys + ["best_return", "cpu_s"]
     return keys + ["steps_to_threshold", "time_to_threshold_s"]
 
 
@@ -569,12 +570,10 @@ Eval AverageReturn by env steps:
 
 
 def _cpu_definition(task: SacTask) -> str:
-    if task.threshold is not None:
-        return ""
     return (
-        ' "CPU s" = user +\n  system CPU time of the run\'s process (evaluation and '
-        'start-up included); "updates / CPU s"\n  = updates / CPU s, which other jobs on '
-        "the machine disturb less than wall time."
+        '\n  "updates / CPU s" = updates / user + system CPU time of the run\'s process\n'
+        '  (evaluation and start-up included; the "CPU s" column where shown), which other\n'
+        "  jobs on the machine disturb less than wall time."
     )
 
 
