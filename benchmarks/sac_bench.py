@@ -639,10 +639,11 @@ Steady-state A/B ({info["speed_start"]} — {info["speed_end"]}; load average at
 {info["speed_load_start"]}, at end {info["speed_load_end"]};
 `python {task.script} --steady_updates {speeds[0]["updates"]} --repeats
 {repeats}{" --with_sb3_ftz" if ftz else ""}`): each run warms up for
-{task.steady_starts + 200} env steps{starts}, then times env steps with one gradient step
-each, in the training process (no evaluation, no start-up), alternating alf (`train_iter`
-of the conf's algorithm) and SB3 (`learn`). CPU time is the process's own, so it is less
-sensitive to other jobs than wall time.
+{task.steady_starts + 200} env steps{starts},
+then times env steps with one gradient step each, in the training process (no
+evaluation, no start-up), alternating alf (`train_iter` of the conf's algorithm) and SB3
+(`learn`). CPU time is the process's own, so it is less sensitive to other jobs than
+wall time.
 
 {_table(header, rows)}
 
