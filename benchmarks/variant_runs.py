@@ -49,20 +49,18 @@ def train_and_evaluate(
     Returns:
         ``{env_steps, curve, wall_s, eval_s}``.
     """
-    import torch
-
     from alf.algorithms.config import TrainerConfig
     from alf.environments.utils import create_environment
     from alf.trainers.evaluator import Evaluator
     from alf.trainers.policy_trainer import create_algorithm
-    from alf.utils import common, seeding
+    from alf.utils import common, seeding, torch_utils
     from alf.utils.device import set_device
     from alf.utils.schedulers import update_progress
 
     common.parse_conf_file(conf, params + [f"TrainerConfig.random_seed={seed}"], [])
     config = TrainerConfig()
     seeding.set_random_seed(seed)
-    torch.set_num_threads(1)
+    torch_utils.configure_cpu_math(1, config.flush_denormal)  # as PolicyTrainer does
     env = create_environment(seed=seed)
     eval_env = create_environment(
         num_parallel_environments=NUM_EVAL_ENVS, nonparallel=True, seed=10_000
