@@ -327,11 +327,7 @@ class PolicyTrainer:
             self._maybe_checkpoint()
             rate = (self._env_steps - start_steps) / max(time.time() - start_time, 1e-9)
             progress_bar.update(
-                self._progress(),
-                self._iteration,
-                self._env_steps,
-                rate,
-                self._algorithm.metrics.average_return,
+                self._progress(), self._iteration, self._env_steps, rate, self._algorithm.metrics
             )
             if self._catcher.caught is not None:
                 logging.warning(
@@ -440,14 +436,16 @@ class _ProgressBar:
         self._width = width
         self._last = 0.0
 
-    def update(self, fraction, iteration, env_steps, rate, average_return) -> None:
+    def update(self, fraction, iteration, env_steps, rate, metrics) -> None:
+        """Redraw at most every 0.2 s; ``metrics`` (``EpisodeMetrics``) is only read then:
+        its average return costs a numpy reduction, too much for every iteration."""
         if not self._enabled or time.time() - self._last < 0.2:
             return
         self._last = time.time()
         fraction = min(max(fraction, 0.0), 1.0)
         filled = int(fraction * self._width)
         bar = "#" * filled + "-" * (self._width - filled)
-        avg = float(torch.as_tensor(average_return).float().mean())
+        avg = float(torch.as_tensor(metrics.average_return).float().mean())
         sys.stdout.write(
             f"\r[{bar}] {fraction * 100:5.1f}% iter {iteration} steps {env_steps} "
             f"{rate:,.0f} steps/s return {avg:.2f}"
