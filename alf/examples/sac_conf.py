@@ -24,8 +24,6 @@ from alf.optimizers import Adam
 alf.config("create_environment", num_parallel_environments=1, nonparallel=True)
 
 hidden = (256, 256)
-
-
 alf.config(
     "SacAlgorithm",
     actor_network_ctor=functools.partial(
