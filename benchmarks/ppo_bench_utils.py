@@ -65,18 +65,22 @@ def alf_version() -> str:
     return commit + (" + uncommitted changes" if git("status", "--porcelain").strip() else "")
 
 
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``; ``platform.processor()`` elsewhere)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if "model name" in line)
+    except (OSError, StopIteration):
+        return platform.processor()
+
+
 def machine_info() -> dict:
     """Date, CPU, core count, load and library versions (for the results header)."""
     import gymnasium
     import stable_baselines3
     import torch
 
-    cpu = platform.processor()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if "model name" in line)
-    except (OSError, StopIteration):
-        pass
+    cpu = cpu_model()
     return {
         "date": now(),
         "iso_date": datetime.datetime.now().isoformat(timespec="seconds"),

@@ -36,9 +36,27 @@ import subprocess
 import sys
 import time
 
+from ppo_bench_utils import cpu_model
+
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(BENCH_DIR)
 RESULTS_MD = os.path.join(BENCH_DIR, "RESULTS.md")
+
+#: ``stable_baselines3.SAC`` keyword arguments at SB3's defaults (the zoo's entries
+#: change a few: ``dict(SB3_SAC_DEFAULTS, learning_rate=..., learning_starts=...)``).
+SB3_SAC_DEFAULTS = dict(
+    learning_rate=3e-4,
+    buffer_size=1_000_000,
+    learning_starts=100,
+    batch_size=256,
+    tau=0.005,
+    gamma=0.99,
+    train_freq=1,
+    gradient_steps=1,
+    ent_coef="auto",
+    target_entropy="auto",
+    policy_kwargs=dict(net_arch=[256, 256]),
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -681,14 +699,8 @@ def _machine() -> dict:
     import stable_baselines3
     import torch
 
-    cpu = platform.processor()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if "model name" in line)
-    except (OSError, StopIteration):
-        pass
     return dict(
-        cpu=cpu,
+        cpu=cpu_model(),
         nproc=os.cpu_count(),
         python=platform.python_version(),
         torch=torch.__version__,

@@ -21,7 +21,7 @@ Raw results: ``benchmarks/results/sac_halfcheetah.json``; summary: the section
 
 from __future__ import annotations
 
-from sac_bench import SacTask, main
+from sac_bench import SB3_SAC_DEFAULTS, SacTask, main
 
 LEARNING_STARTS = 10_000
 TASK = SacTask(
@@ -35,19 +35,7 @@ TASK = SacTask(
     num_eval_episodes=5,
     learning_starts=LEARNING_STARTS,
     steady_learning_starts=1_000,
-    sb3_hyperparameters=dict(
-        learning_rate=3e-4,
-        buffer_size=1_000_000,
-        learning_starts=LEARNING_STARTS,
-        batch_size=256,
-        tau=0.005,
-        gamma=0.99,
-        train_freq=1,
-        gradient_steps=1,
-        ent_coef="auto",
-        target_entropy="auto",
-        policy_kwargs=dict(net_arch=[256, 256]),
-    ),
+    sb3_hyperparameters=dict(SB3_SAC_DEFAULTS, learning_starts=LEARNING_STARTS),
     setup_text="""\
 - Code measured: alf commit `{alf_commit}` (branch `bench-sac-hc`); the subprocesses import
   `{alf_module}` (run with `cwd` and `PYTHONPATH` set to this checkout).

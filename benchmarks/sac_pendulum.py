@@ -24,7 +24,7 @@ Raw results go to ``benchmarks/results/sac_pendulum.json`` and a summary into
 
 from __future__ import annotations
 
-from sac_bench import SacTask, main
+from sac_bench import SB3_SAC_DEFAULTS, SacTask, main
 
 LEARNING_STARTS = 100
 TASK = SacTask(
@@ -38,19 +38,7 @@ TASK = SacTask(
     num_eval_episodes=10,
     learning_starts=LEARNING_STARTS,
     threshold=-200.0,
-    sb3_hyperparameters=dict(
-        learning_rate=1e-3,
-        buffer_size=1_000_000,
-        learning_starts=LEARNING_STARTS,
-        batch_size=256,
-        tau=0.005,
-        gamma=0.99,
-        train_freq=1,
-        gradient_steps=1,
-        ent_coef="auto",
-        target_entropy="auto",
-        policy_kwargs=dict(net_arch=[256, 256]),
-    ),
+    sb3_hyperparameters=dict(SB3_SAC_DEFAULTS, learning_rate=1e-3, learning_starts=LEARNING_STARTS),
     setup_text="""\
 - Both: rl-baselines3-zoo Pendulum-v1 SAC = SB3 SAC defaults + lr 1e-3 (batch 256, gamma
   0.99, tau 0.005, 256x256 ReLU actor and twin critics, Adam lr 1e-3 for actor, critics and

@@ -108,6 +108,18 @@ class DataTransformer(nn.Module):
     def _needs_replay(self) -> bool:
         return self.reads_replay_buffer
 
+    def _replay_buffer_of(self, experience: Experience):
+        """The ``ReplayBuffer`` in ``experience.batch_info`` (for ``reads_replay_buffer``
+        transformers); a ValueError naming this transformer when it is not there."""
+        buffer = getattr(experience.batch_info, "replay_buffer", ())
+        if buffer == () or buffer is None:
+            raise ValueError(
+                f"{type(self).__name__}.transform_experience needs experience.batch_info "
+                "with env_ids, positions and replay_buffer (set by OffPolicyAlgorithm for "
+                "replayed data)"
+            )
+        return buffer
+
     def transform_timestep(self, time_step: TimeStep, state):
         """Transform a rollout/predict time step ``[B, ...]``; return ``(time_step, state)``."""
         raise NotImplementedError

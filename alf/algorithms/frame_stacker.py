@@ -115,12 +115,7 @@ class FrameStacker(DataTransformer):
 
     def transform_experience(self, experience):
         batch_info = experience.batch_info
-        buffer = getattr(batch_info, "replay_buffer", ())
-        if buffer == () or buffer is None:
-            raise ValueError(
-                "FrameStacker.transform_experience needs experience.batch_info with env_ids, "
-                "positions and replay_buffer (set by OffPolicyAlgorithm for replayed data)"
-            )
+        buffer = self._replay_buffer_of(experience)
         step_type = experience.time_step.step_type  # [T, B]
         num_history = self._stack_size - 1
         history_pos = (

@@ -100,13 +100,7 @@ class HindsightExperienceTransformer(DataTransformer):
 
     def transform_experience(self, experience):
         batch_info = experience.batch_info
-        buffer = getattr(batch_info, "replay_buffer", ())
-        if buffer == () or buffer is None:
-            raise ValueError(
-                "HindsightExperienceTransformer.transform_experience needs "
-                "experience.batch_info with env_ids, positions and replay_buffer "
-                "(set by OffPolicyAlgorithm for replayed data)"
-            )
+        buffer = self._replay_buffer_of(experience)
         time_step = experience.time_step
         num_steps, batch_size = time_step.step_type.shape[:2]
         env_ids = batch_info.env_ids.cpu()

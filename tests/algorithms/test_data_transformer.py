@@ -376,6 +376,12 @@ def test_bad_input_names_the_culprit():
         FrameStacker(TensorSpec((3, 4, 4)), stack_axis=3)
     with pytest.raises(ValueError, match="update_mode"):
         ObservationNormalizer(TensorSpec((3,)), update_mode="sometimes")
+    goal_spec = {k: TensorSpec((2,)) for k in ("observation", "achieved_goal", "desired_goal")}
+    no_buffer = Experience(time_step=TimeStep(step_type=torch.zeros(2, 3, dtype=torch.int32)))
+    for transformer in (FrameStacker(TensorSpec((3,))), HindsightExperienceTransformer(goal_spec)):
+        name = type(transformer).__name__
+        with pytest.raises(ValueError, match=f"{name}.transform_experience needs .*replay_buffer"):
+            transformer.transform_experience(no_buffer)
 
 
 class _OnPolicyProbe(OnPolicyAlgorithm, TransformProbe):
