@@ -8,7 +8,10 @@ subprocesses, one env, one gradient step per env step, one torch thread each (al
 ``TrainerConfig.num_threads`` = 1, its default; SB3: ``torch.set_num_threads(1)``).
 Deterministic evaluation on separate envs every ``eval_interval`` env steps is timed and
 excluded from throughput. Subprocesses run in this checkout (``cwd`` and ``PYTHONPATH``),
-so they import its alf, not another installed copy.
+so they import its alf, not another installed copy. With ``--turn_s S`` alf and SB3 of a
+seed run at the same time but take turns of ``S`` seconds on one core (``interleave.py``:
+the waiting one is stopped), so slow spells of the shared machine, and any other load,
+fall on both; their times are then running times (stopped periods removed).
 
 Measured per run: ``wall_s`` (subprocess wall time, start-up included), ``eval_s``,
 ``train_s = wall_s - eval_s``, ``updates`` (gradient steps),
@@ -35,7 +38,9 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
+from interleave import Turns, run_in_turns
 from ppo_bench_utils import cpu_model
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -126,7 +131,6 @@ def sb3_worker(task: SacTask, seed: int, out: str) -> None:
     from stable_baselines3.common.evaluation import evaluate_policy
 
     torch.set_num_threads(1)
-    start = time.time()
     eval_env = gym.make(task.env_name)
     evals = []
 
@@ -138,13 +142,12 @@ def sb3_worker(task: SacTask, seed: int, out: str) -> None:
                 mean, _ = evaluate_policy(
                     self.model, eval_env, n_eval_episodes=task.num_eval_episodes, deterministic=True
                 )
-                t1 = time.time()
-                evals.append(
+                evals.append(  # wall-clock times: the caller maps them to running time
                     dict(
                         env_steps=self.num_timesteps,
                         average_return=float(mean),
-                        eval_s=t1 - t0,
-                        end_s=t1 - start,
+                        eval_start=t0,
+                        eval_end=time.time(),
                     )
                 )
             return True
@@ -272,7 +275,19 @@ def _scalars(event_dir: str, tag: str) -> list[tuple[int, float, float]]:
     return [(e.step, e.wall_time, e.value) for e in acc.Scalars(tag)]
 
 
-def run_alf(task: SacTask, seed: int, work_dir: str) -> dict:
+@dataclasses.dataclass
+class _Job:
+    """One learning run: its command, its log file, and how to read its results once it
+    ran (``collect(turns)``, with the run's ``Turns``: wall-clock times of the process are
+    read as its running time)."""
+
+    framework: str
+    cmd: list[str]
+    log_path: str
+    collect: Callable[[Turns], dict]
+
+
+def _alf_job(task: SacTask, seed: int, work_dir: str) -> _Job:
     """``alf.bin.train`` on the task's conf; results from its tensorboard summaries.
 
     A run directory left by an earlier benchmark run is removed first: alf would resume it.
@@ -294,30 +309,80 @@ def run_alf(task: SacTask, seed: int, work_dir: str) -> dict:
     cmd += ["--root_dir", root_dir, "--random_seed", str(seed), "--nostore_snapshot"]
     for param in params:
         cmd += ["--conf_param", param]
-    start, wall, cpu = _run(cmd, root_dir + ".log")
-    eval_dir = os.path.join(root_dir, "eval")
-    returns = _scalars(eval_dir, "Metrics_vs_EnvironmentSteps/AverageReturn")
-    durations = _scalars(eval_dir, "time/eval")
-    evals = [
-        dict(env_steps=int(s), average_return=float(v), eval_s=float(d), end_s=t - start)
-        for (s, _, v), (_, t, d) in zip(returns, durations)
-    ]
-    env_steps = evals[-1]["env_steps"] if evals else task.env_steps
-    updates = env_steps - task.learning_starts + 1
-    return dict(_result(task, "alf", seed, wall, evals, updates, 1), **_cpu(cpu, updates))
+
+    def collect(turns: Turns) -> dict:
+        eval_dir = os.path.join(root_dir, "eval")
+        returns = _scalars(eval_dir, "Metrics_vs_EnvironmentSteps/AverageReturn")
+        durations = _scalars(eval_dir, "time/eval")
+        evals = [  # an event's time is when the eval ended
+            dict(
+                env_steps=int(s),
+                average_return=float(v),
+                eval_s=turns.running_s(t - d, t),
+                end_s=turns.running_s(turns.start, t),
+            )
+            for (s, _, v), (_, t, d) in zip(returns, durations)
+        ]
+        env_steps = evals[-1]["env_steps"] if evals else task.env_steps
+        updates = env_steps - task.learning_starts + 1
+        result = _result(task, "alf", seed, turns.wall_s, evals, updates, 1)
+        return dict(result, **_cpu(turns.cpu_s, updates))
+
+    return _Job("alf", cmd, root_dir + ".log", collect)
 
 
-def run_sb3(task: SacTask, seed: int, work_dir: str) -> dict:
+def _sb3_job(task: SacTask, seed: int, work_dir: str) -> _Job:
+    """This script's ``--worker sb3``; results from the JSON it writes."""
     out = os.path.join(work_dir, f"sb3_seed{seed}.json")
     cmd = _worker_cmd(task, "sb3", seed, out, "--env_steps", str(task.env_steps))
     cmd += ["--eval_interval", str(task.eval_interval)]
-    _, wall, cpu = _run(cmd, out + ".log")
-    with open(out) as f:
-        worker = json.load(f)
-    result = _result(
-        task, "sb3", seed, wall, worker["evals"], worker["updates"], worker["torch_num_threads"]
-    )
-    return dict(result, **_cpu(cpu, worker["updates"]))
+
+    def collect(turns: Turns) -> dict:
+        with open(out) as f:
+            worker = json.load(f)
+        evals = [
+            dict(
+                env_steps=e["env_steps"],
+                average_return=e["average_return"],
+                eval_s=turns.running_s(e["eval_start"], e["eval_end"]),
+                end_s=turns.running_s(turns.start, e["eval_end"]),
+            )
+            for e in worker["evals"]
+        ]
+        updates, num_threads = worker["updates"], worker["torch_num_threads"]
+        result = _result(task, "sb3", seed, turns.wall_s, evals, updates, num_threads)
+        return dict(result, **_cpu(turns.cpu_s, updates))
+
+    return _Job("sb3", cmd, out + ".log", collect)
+
+
+def seed_runs(task: SacTask, seed: int, work_dir: str, turn_s: float = 0.0):
+    """Run alf and then SB3 on ``seed``; yield each result when it is ready.
+
+    With ``turn_s > 0`` the two run at the same time taking turns of ``turn_s`` seconds
+    on one core (``interleave.run_in_turns``), so a slow spell of the shared machine
+    falls on both; their times are running times (stopped periods removed).
+    """
+    jobs = [_alf_job(task, seed, work_dir), _sb3_job(task, seed, work_dir)]
+    if turn_s > 0:
+        start, load = _now(), _load()
+        all_turns = run_in_turns(
+            [job.cmd for job in jobs],
+            [job.log_path for job in jobs],
+            turn_s,
+            cwd=REPO_DIR,
+            env=_subprocess_env(),
+        )
+        end = dict(end=_now(), load_end=_load())
+        for job, turns in zip(jobs, all_turns):
+            _check_exit(job.cmd, job.log_path, turns.returncode)
+        for job, turns in zip(jobs, all_turns):
+            yield dict(job.collect(turns), start=start, load_start=load, turn_s=turn_s, **end)
+        return
+    for job in jobs:
+        start, load = _now(), _load()
+        result = job.collect(_run(job.cmd, job.log_path))
+        yield dict(result, start=start, load_start=load, end=_now(), load_end=_load())
 
 
 def _cpu(cpu_s: float, updates: int) -> dict:
@@ -337,18 +402,22 @@ def _children_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _run(cmd: list[str], log_path: str) -> tuple[float, float, float]:
-    """Run ``cmd``; its start time, wall seconds and CPU seconds (user + system)."""
+def _run(cmd: list[str], log_path: str) -> Turns:
+    """Run ``cmd`` alone: its start, end and CPU time (user + system) as a ``Turns``."""
     with open(log_path, "w") as log:
         start, cpu = time.time(), _children_cpu_s()
         proc = subprocess.run(
             cmd, cwd=REPO_DIR, env=_subprocess_env(), stdout=log, stderr=subprocess.STDOUT
         )
-        wall, cpu = time.time() - start, _children_cpu_s() - cpu
-    if proc.returncode != 0:
+        end, cpu = time.time(), _children_cpu_s() - cpu
+    _check_exit(cmd, log_path, proc.returncode)
+    return Turns(start=start, end=end, cpu_s=cpu, returncode=proc.returncode)
+
+
+def _check_exit(cmd: list[str], log_path: str, returncode: int) -> None:
+    if returncode != 0:
         with open(log_path) as f:
             raise RuntimeError(f"{' '.join(cmd)} failed:\n{f.read()[-3000:]}")
-    return start, wall, cpu
 
 
 def _result(task, framework, seed, wall, evals, updates, num_threads) -> dict:
@@ -555,16 +624,16 @@ def report(task: SacTask, runs: list[dict], info: dict) -> str:
     setup = task.setup_text.format(**info, **task.fields())
     threshold = _threshold_text(task, runs) if task.threshold is not None else ""
     targets = _targets_text(task, runs, summary) if task.threshold is None else ""
+    turns = f" --turn_s {info['turn_s']:g}" if info.get("turn_s") else ""
     return f"""
 - Date: {info["start"]} (start) — {info["end"]} (end); load average at start
   {info["load_start"]}, at end {info["load_end"]}. Machine: {info["cpu"]}, `nproc` =
   {info["nproc"]}, **shared and busy** (other engineers' benchmarks and tests ran at the same
-  time), so absolute rates move from run to run; alf and SB3 alternate per seed so the noise
-  falls on both.
+  time), so absolute rates move from run to run; {_order_text(info)}
 - Software: Python {info["python"]}, torch {info["torch"]}, gymnasium {info["gymnasium"]},
   stable-baselines3 {info["sb3"]}. torch intra-op threads: **1 for both** (alf's
   `TrainerConfig.num_threads` default; SB3 `torch.set_num_threads(1)`).
-- Command: `python {task.script} --seeds {" ".join(map(str, info["seeds"]))}`.
+- Command: `python {task.script} --seeds {" ".join(map(str, info["seeds"]))}{turns}`.
 {setup}
 - "updates/s" = gradient steps / (wall − eval), start-up (imports) included; "steady" =
   median over the intervals between evaluations (no start-up).{definitions}
@@ -585,6 +654,17 @@ Eval AverageReturn by env steps:
 
 {_curve_table(runs)}
 """
+
+
+def _order_text(info: dict) -> str:
+    if not info.get("turn_s"):
+        return "alf and SB3 alternate per seed so the noise\n  falls on both."
+    return (
+        f"alf and SB3 of a seed ran at the same time,\n  taking turns of {info['turn_s']:g} s "
+        "on one core (the other process stopped, `benchmarks/interleave.py`), so a slow\n"
+        "  spell of the machine falls on both; wall, eval and updates/s are each process's "
+        "running\n  time (stopped periods removed)."
+    )
 
 
 def _cpu_definition(task: SacTask) -> str:
@@ -742,6 +822,13 @@ def parse_args(task: SacTask, doc: str, default_seeds: list[int]):
     )
     parser.add_argument("--repeats", type=int, default=3, help="A/B pairs of --steady_updates")
     parser.add_argument(
+        "--turn_s",
+        type=float,
+        default=0.0,
+        help="run alf and SB3 of a seed at the same time, taking turns of this many seconds "
+        "on one core (interleave.py); 0: one after the other",
+    )
+    parser.add_argument(
         "--with_sb3_ftz",
         action="store_true",
         help="steady A/B: also time SB3 with subnormal floats flushed to zero (alf's default)",
@@ -807,16 +894,13 @@ def main(task: SacTask, doc: str, default_seeds: list[int]) -> None:
     # Keep an earlier steady-state A/B's description with its table.
     info.update({k: v for k, v in saved.get("info", {}).items() if k.startswith("speed_")})
     print(f"alf imported from {info['alf_module']} (commit {info['alf_commit']})", flush=True)
-    runners = (("alf", run_alf), ("sb3", run_sb3))
+    info["turn_s"] = args.turn_s
     runs = []
     for seed in args.seeds:
-        for framework, run in runners:
-            start, load = _now(), _load()
-            result = run(task, seed, args.work_dir)
-            result.update(start=start, load_start=load, end=_now(), load_end=_load())
+        for result in seed_runs(task, seed, args.work_dir, args.turn_s):
             runs.append(result)
             print(
-                f"{framework} seed {seed}: {result['updates_per_sec']} updates/s, "
+                f"{result['framework']} seed {seed}: {result['updates_per_sec']} updates/s, "
                 f"final {result['final_return']}",
                 flush=True,
             )

@@ -1,0 +1,116 @@
+"""Run benchmark subprocesses in turns on one core, so they meet the same machine.
+
+This machine is shared, and the speed of a core drifts by tens of percent within minutes:
+on 2026-11-22 a ``[2, 256, 256]`` batched matmul took 413 µs at 10:31, 620 µs at 10:37
+and 383 µs a minute later, with none of our own work running. Two 15-minute runs one after
+the other (alf, then SB3) then meet different conditions, and a whole-run ratio moves by
+more than the margins we measure. ``run_in_turns`` starts every command at once but lets
+only one run at a time: the others are stopped (``SIGSTOP``), and every ``turn_s`` seconds
+the running one is stopped and the next resumed (``SIGCONT``). Each process's running time
+is then spread over the same stretch of the day as the others', so a slow spell falls on
+all of them. A process running alone after the others ended is not stopped.
+
+Times taken inside a process (``time.time()``, tensorboard event times) are wall-clock;
+``Turns.running_s(t0, t1)`` turns an interval into the seconds the process ran (stopped
+periods removed). CPU time per process comes from ``os.wait4``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import subprocess
+import time
+
+
+@dataclasses.dataclass
+class Turns:
+    """When one process ran: its start and end (wall clock) and the periods it was stopped."""
+
+    start: float
+    stops: list[list[float]] = dataclasses.field(default_factory=list)  # [[stopped, resumed]]
+    end: float | None = None
+    cpu_s: float | None = None
+    returncode: int | None = None
+
+    def running_s(self, t0: float, t1: float) -> float:
+        """Seconds the process ran between wall-clock times ``t0`` and ``t1``."""
+        stopped = 0.0
+        for a, b in self.stops:
+            b = t1 if b is None else b
+            stopped += max(0.0, min(t1, b) - max(t0, a))
+        return (t1 - t0) - stopped
+
+    @property
+    def wall_s(self) -> float:
+        """The process's running time from start to exit."""
+        return self.running_s(self.start, self.end)
+
+
+def run_in_turns(
+    commands: list[list[str]],
+    log_paths: list[str],
+    turn_s: float,
+    cwd: str | None = None,
+    env: dict | None = None,
+    poll_s: float = 0.05,
+) -> list[Turns]:
+    """Run ``commands`` taking turns of ``turn_s`` seconds; output to ``log_paths``.
+
+    Returns one ``Turns`` per command, after all of them exited (whatever their exit
+    code: the caller checks ``returncode``). On an exception (Ctrl-C included) every
+    process still alive is killed.
+    """
+    if turn_s <= 0:
+        raise ValueError(f"turn_s must be > 0, got {turn_s}")
+    procs, turns = [], []
+    try:
+        for cmd, log_path in zip(commands, log_paths, strict=True):
+            with open(log_path, "w") as log:
+                start = time.time()
+                procs.append(
+                    subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
+                )
+            turns.append(Turns(start=start))
+            _stop(procs[-1], turns[-1])
+        live = list(range(len(procs)))
+        while live:
+            for i in list(live):
+                _resume(procs[i], turns[i])
+                deadline = time.time() + turn_s
+                while time.time() < deadline and not _reaped(procs[i], turns[i]):
+                    time.sleep(poll_s)
+                if turns[i].end is not None:
+                    live.remove(i)
+                elif len(live) > 1:
+                    _stop(procs[i], turns[i])
+    finally:
+        for proc, turn in zip(procs, turns):
+            if turn.end is None:
+                proc.kill()
+                os.kill(proc.pid, signal.SIGCONT)
+                proc.wait()
+    return turns
+
+
+def _stop(proc: subprocess.Popen, turn: Turns) -> None:
+    os.kill(proc.pid, signal.SIGSTOP)
+    turn.stops.append([time.time(), None])
+
+
+def _resume(proc: subprocess.Popen, turn: Turns) -> None:
+    if turn.stops and turn.stops[-1][1] is None:
+        turn.stops[-1][1] = time.time()
+        os.kill(proc.pid, signal.SIGCONT)
+
+
+def _reaped(proc: subprocess.Popen, turn: Turns) -> bool:
+    """Whether the process has exited; if so, record its end, CPU time and exit code."""
+    pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+    if pid == 0:
+        return False
+    turn.end = time.time()
+    turn.cpu_s = usage.ru_utime + usage.ru_stime
+    turn.returncode = proc.returncode = os.waitstatus_to_exitcode(status)
+    return True

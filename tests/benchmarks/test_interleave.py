@@ -1,0 +1,71 @@
+"""``benchmarks/interleave.py``: processes take turns, and running times are what ran."""
+
+import os
+import sys
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
+
+from interleave import Turns, run_in_turns  # noqa: E402
+
+# Busy for CPU_S seconds of its own CPU time, writing the wall-clock time every millisecond.
+_BUSY = """
+import sys, time
+cpu_s, out = float(sys.argv[1]), sys.argv[2]
+stamps, next_stamp, start = [], 0.0, time.process_time()
+while time.process_time() - start < cpu_s:
+    now = time.time()
+    if now >= next_stamp:
+        stamps.append(now)
+        next_stamp = now + 1e-3
+open(out, "w").write("\\n".join(map(repr, stamps)))
+"""
+
+
+def _stamps(path):
+    with open(path) as f:
+        return [float(line) for line in f]
+
+
+def test_processes_take_turns_and_running_time_is_what_ran(tmp_path):
+    cpu_s, turn_s = 0.6, 0.15
+    outs = [str(tmp_path / f"stamps{i}") for i in range(2)]
+    commands = [[sys.executable, "-c", _BUSY, str(cpu_s), out] for out in outs]
+    logs = [str(tmp_path / f"log{i}") for i in range(2)]
+    start = time.time()
+    turns = run_in_turns(commands, logs, turn_s)
+    elapsed = time.time() - start
+    assert [t.returncode for t in turns] == [0, 0]
+    for turn, out in zip(turns, outs):
+        stamps = _stamps(out)
+        # Never ran while recorded as stopped (10 ms for a signal to land).
+        inside = [s for s in stamps for a, b in turn.stops if a + 0.01 < s < b - 0.01]
+        assert inside == []
+        assert len(turn.stops) >= 2  # it was stopped and resumed, more than once
+        assert turn.cpu_s == pytest.approx(cpu_s, abs=0.15)  # + interpreter start-up
+        # Its running time covers its work: start-up + the busy loop, not the other's.
+        assert cpu_s <= turn.wall_s < cpu_s + 0.5
+        assert turn.running_s(stamps[0], stamps[-1]) == pytest.approx(cpu_s, abs=0.1)
+    # One at a time: the running times add up to the elapsed time.
+    assert sum(t.wall_s for t in turns) == pytest.approx(elapsed, abs=0.3)
+
+
+def test_exit_codes_and_bad_turn():
+    turns = run_in_turns(
+        [[sys.executable, "-c", "import sys; sys.exit(3)"], [sys.executable, "-c", "pass"]],
+        [os.devnull, os.devnull],
+        turn_s=0.1,
+    )
+    assert [t.returncode for t in turns] == [3, 0]
+    with pytest.raises(ValueError, match="turn_s"):
+        run_in_turns([], [], turn_s=0)
+
+
+def test_running_s_removes_stopped_periods():
+    turns = Turns(start=0.0, stops=[[1.0, 3.0], [5.0, 6.0]], end=10.0)
+    assert turns.wall_s == 7.0
+    assert turns.running_s(2.0, 5.5) == 2.0  # ran 3..5
+    assert turns.running_s(0.0, 1.0) == 1.0
+    assert Turns(start=0.0, stops=[[4.0, None]]).running_s(0.0, 6.0) == 4.0
