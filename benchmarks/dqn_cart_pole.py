@@ -37,6 +37,8 @@ import subprocess
 import sys
 import time
 
+from ppo_bench_utils import cpu_model
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 RESULTS_MD = os.path.join(HERE, "RESULTS.md")
@@ -220,10 +222,8 @@ def machine() -> dict:
     import stable_baselines3
     import torch
 
-    with open("/proc/cpuinfo") as f:
-        cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
     return {
-        "cpu": cpu,
+        "cpu": cpu_model(),
         "nproc": os.cpu_count(),
         "python": platform.python_version(),
         "torch": torch.__version__,

@@ -80,11 +80,10 @@ def machine_info() -> dict:
     import stable_baselines3
     import torch
 
-    cpu = cpu_model()
     return {
         "date": now(),
         "iso_date": datetime.datetime.now().isoformat(timespec="seconds"),
-        "cpu": cpu,
+        "cpu": cpu_model(),
         "nproc": int(subprocess.run(["nproc"], capture_output=True, text=True).stdout),
         "python": platform.python_version(),
         "alf": alf_version(),

@@ -619,7 +619,7 @@ def report(task: SacTask, runs: list[dict], info: dict) -> str:
     ]
     paired = summary["paired"]
     paired_speed = _fmt(paired["updates_per_sec"], 2)
-    definitions = _threshold_definition(task) + _cpu_definition(task)
+    definitions = _threshold_definition(task) + _cpu_definition()
     note = f"\n- **Note:** {info['note']}" if info.get("note") else ""
     setup = task.setup_text.format(**info, **task.fields())
     threshold = _threshold_text(task, runs) if task.threshold is not None else ""
@@ -667,7 +667,7 @@ def _order_text(info: dict) -> str:
     )
 
 
-def _cpu_definition(task: SacTask) -> str:
+def _cpu_definition() -> str:
     return (
         '\n  "updates / CPU s" = updates / user + system CPU time of the run\'s process\n'
         '  (evaluation and start-up included; the "CPU s" column where shown), which other\n'
@@ -807,6 +807,13 @@ def _alf_checkout() -> dict:
 # -- command line ----------------------------------------------------------------------
 
 
+def _non_negative(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0 (0: one run after the other), got {text}")
+    return value
+
+
 def parse_args(task: SacTask, doc: str, default_seeds: list[int]):
     parser = argparse.ArgumentParser(description=doc.split("\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=default_seeds)
@@ -823,7 +830,7 @@ def parse_args(task: SacTask, doc: str, default_seeds: list[int]):
     parser.add_argument("--repeats", type=int, default=3, help="A/B pairs of --steady_updates")
     parser.add_argument(
         "--turn_s",
-        type=float,
+        type=_non_negative,
         default=0.0,
         help="run alf and SB3 of a seed at the same time, taking turns of this many seconds "
         "on one core (interleave.py); 0: one after the other",
