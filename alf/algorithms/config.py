@@ -74,11 +74,16 @@ class TrainerConfig:
             longest and masked (padding never counts), each started from its
             rollout state. For recurrent policies (see
             ``alf/algorithms/trajectory_batching.py`` and docs/recurrent_ppo.md).
-        whole_replay_buffer_training: off-policy: train on the whole buffer,
-            shuffled and split into minibatches, instead of sampling.
-        clear_replay_buffer: clear the replay buffer after each training iteration.
+        whole_replay_buffer_training: replay learners (off-policy algorithms): train
+            on the whole buffer, shuffled and split into minibatches, instead of
+            sampling. None (default): as the algorithm's data regime has it —
+            sampling for off-policy algorithms; PPO always trains on its whole
+            (latest) unroll and refuses False. See ``alf/algorithms/learners.py``.
+        clear_replay_buffer: replay learners: clear the replay buffer after each
+            training iteration. None (default): as the algorithm's data regime has
+            it — kept for off-policy algorithms; PPO always clears and refuses False.
         replay_buffer_length: steps stored per environment.
-        priority_replay: prioritized sampling (issue 4).
+        priority_replay: prioritized sampling (see ``ReplayLearner``).
         priority_replay_alpha: exponent of priorities.
         priority_replay_beta: importance-weight exponent.
         priority_replay_eps: minimum priority.
@@ -102,7 +107,7 @@ class TrainerConfig:
             tensors.
         device: ``'cpu'``, ``'cuda'`` or None (cuda when available). The one place
             the training device is chosen.
-        init_from: start a new run from the weights of another run (issue 6): that
+        init_from: start a new run from the weights of another run: that
             run's ``root_dir`` (its newest readable checkpoint), a checkpoint
             directory, or a checkpoint file (``ckpt-<step>.pt``, ``ckpt-best.pt``).
             Only the algorithm's module state is taken (not optimizers, counters,
@@ -142,9 +147,9 @@ class TrainerConfig:
     num_updates_per_train_iter: int = 4
     mini_batch_size: int | None = None
     mini_batch_length: int | None = None
-    whole_replay_buffer_training: bool = True
+    whole_replay_buffer_training: bool | None = None
     trajectory_mini_batches: bool = False
-    clear_replay_buffer: bool = True
+    clear_replay_buffer: bool | None = None
     replay_buffer_length: int = 1024
     priority_replay: bool = False
     priority_replay_alpha: float = 0.7
@@ -172,13 +177,6 @@ class TrainerConfig:
         if self.num_iterations <= 0 and self.num_env_steps <= 0:
             raise ValueError(
                 "TrainerConfig needs a stopping rule: num_iterations > 0 or num_env_steps > 0"
-            )
-        if self.trajectory_mini_batches and not (
-            self.whole_replay_buffer_training and self.clear_replay_buffer
-        ):
-            raise ValueError(
-                "TrainerConfig.trajectory_mini_batches trains on the latest unroll: it needs "
-                "whole_replay_buffer_training=True and clear_replay_buffer=True"
             )
         if not 0.0 <= self.epsilon_greedy <= 1.0:
             raise ValueError(

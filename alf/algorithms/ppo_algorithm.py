@@ -1,11 +1,11 @@
-"""``PPOAlgorithm``: proximal policy optimization on alf's off-policy path, as in ALF.
+"""``PPOAlgorithm``: proximal policy optimization (Schulman et al. 2017).
 
-Each iteration unrolls ``unroll_length`` steps into the replay buffer, computes
-GAE advantages and λ-returns once from the rollout values (``preprocess_experience``,
-with the bootstrap row so every unrolled step is trained on), then makes
-``num_updates_per_train_iter`` epochs over shuffled minibatches
-(``mini_batch_size`` × ``mini_batch_length``) and clears the buffer. Use
-``TrainerConfig(whole_replay_buffer_training=True, clear_replay_buffer=True)``.
+An ``ActorCriticAlgorithm`` (same networks and steps) with PPO's clipped loss and
+PPO's data regime, the ``EpochLearner``: each iteration unrolls ``unroll_length``
+steps, computes GAE advantages and λ-returns once from the rollout values
+(``preprocess_experience``, with the bootstrap row so every unrolled step is
+trained on), then makes ``num_updates_per_train_iter`` epochs over shuffled
+minibatches (``mini_batch_size`` × ``mini_batch_length``) and discards the unroll.
 
 Approximate-KL early stop: with ``target_kl`` set, the epoch loop ends as soon
 as a minibatch's ``approx_kl`` exceeds ``1.5 * target_kl`` (Stable-Baselines3's
@@ -19,7 +19,7 @@ import torch
 import alf
 import alf.summary
 from alf.algorithms.actor_critic_algorithm import ActorCriticAlgorithm
-from alf.algorithms.off_policy_algorithm import OffPolicyAlgorithm
+from alf.algorithms.learners import EpochLearner
 from alf.algorithms.ppo_loss import PPOLoss
 from alf.data_structures import Experience, LossInfo
 from alf.networks.actor_distribution_networks import ActorDistributionNetwork
@@ -28,7 +28,7 @@ from alf.tensor_specs import TensorSpec
 
 
 @alf.configurable
-class PPOAlgorithm(ActorCriticAlgorithm, OffPolicyAlgorithm):
+class PPOAlgorithm(ActorCriticAlgorithm):
     """PPO (Schulman et al. 2017). Arguments as ``ActorCriticAlgorithm``, plus:
 
     Args:
@@ -36,7 +36,7 @@ class PPOAlgorithm(ActorCriticAlgorithm, OffPolicyAlgorithm):
             exceeds ``1.5 * target_kl`` (None: never).
     """
 
-    is_on_policy = False
+    learner_class = EpochLearner
 
     def __init__(
         self,
@@ -74,19 +74,9 @@ class PPOAlgorithm(ActorCriticAlgorithm, OffPolicyAlgorithm):
             debug_summaries=debug_summaries,
             name=name,
         )
-        self._check_config(config)
         self._target_kl = target_kl
         self._stop_epochs = False
         self._num_updates_this_iter = 0
-
-    def _check_config(self, config) -> None:
-        if config is None:
-            return
-        if not (config.whole_replay_buffer_training and config.clear_replay_buffer):
-            raise ValueError(
-                "PPOAlgorithm trains on each unroll once: set TrainerConfig."
-                "whole_replay_buffer_training=True and TrainerConfig.clear_replay_buffer=True"
-            )
 
     def preprocess_experience(self, experience: Experience) -> Experience:
         """Advantages (GAE) and returns from the rollout values, ``[T, B]`` time-major."""

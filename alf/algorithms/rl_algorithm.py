@@ -1,24 +1,12 @@
-"""``RLAlgorithm``: an algorithm that interacts with a batched environment.
+"""``RLAlgorithm``: an algorithm that acts in a batched environment and learns from it.
 
 One training iteration (``train_iter``) is an *unroll* — ``unroll_length`` steps
-of every environment with the rollout policy, without gradient — followed by
-training on what was collected:
-
-* on-policy (``OnPolicyAlgorithm``): the unroll ``[T, B]`` is used for exactly
-  one update and discarded;
-* off-policy (``OffPolicyAlgorithm``): raw experience goes into a replay buffer
-  and minibatches come from it (whole-buffer epochs, as PPO uses, or sampling).
-
-The current time step and policy state are carried across iterations, and the
-policy state is reset wherever a time step is FIRST.
-
-**Bootstrap row.** When training uses every step of the latest unroll
-(on-policy, or whole-buffer training that clears the buffer), the last unrolled
-step's successor is the environment's current time step. It is appended as an
-extra row ``T`` (time step plus ``rollout_step`` info, its action not taken) so
-returns and advantages of step ``T-1`` bootstrap from it; the row itself is
-never trained on. (ALF instead leaves the last step of each unroll with a zero
-advantage, wasting 1/T of the data.)
+of every environment with the rollout policy, taken by the algorithm's
+``Unroller`` (the acting loop, ``alf/algorithms/unroller.py``) — followed by
+training on it by the algorithm's learner (``alf/algorithms/learners.py``), which
+the algorithm class chooses through ``learner_class``: one update for on-policy
+algorithms, a replay buffer for off-policy ones, epochs over the latest unroll for
+PPO. ``docs/design.md`` follows one iteration through these files.
 """
 
 from __future__ import annotations
@@ -30,15 +18,13 @@ import torch
 import alf.nest as nest
 import alf.summary
 from alf.algorithms.algorithm import Algorithm, reset_state_if_necessary
-from alf.algorithms.data_transformer import (
-    DataTransformer,
-    IdentityDataTransformer,
-    prenormalizing,
-    statistics_frozen,
-)
-from alf.data_structures import AlgStep, Experience, LossInfo, StepType, TimeStep
+from alf.algorithms.data_transformer import DataTransformer, IdentityDataTransformer
+from alf.algorithms.learners import Learner
+from alf.algorithms.mini_batches import sample_weights
+from alf.algorithms.unroller import AlgorithmPolicy, Unroller
+from alf.data_structures import AlgStep, BatchInfo, Experience, LossInfo, StepType, TimeStep
 from alf.metrics import EpisodeMetrics
-from alf.tensor_specs import TensorSpec, zeros_from_spec
+from alf.tensor_specs import TensorSpec
 from alf.utils.device import to_device
 
 
@@ -61,7 +47,9 @@ class RLAlgorithm(Algorithm):
         name: name in summaries.
     """
 
-    is_on_policy = False
+    #: the ``Learner`` class of the data regime the algorithm trains in (set by
+    #: ``OnPolicyAlgorithm``, ``OffPolicyAlgorithm`` and ``PPOAlgorithm``)
+    learner_class: type[Learner] | None = None
 
     def __init__(
         self,
@@ -94,10 +82,9 @@ class RLAlgorithm(Algorithm):
         if transformer is None:
             transformer = IdentityDataTransformer(observation_spec)
         self._data_transformer: DataTransformer = transformer
-        self._current_time_step = None
-        self._current_policy_state = None
-        self._current_transform_state = None
-        self._metrics = EpisodeMetrics(env.batch_size) if env is not None else None
+        self._unroller = Unroller(AlgorithmPolicy(self), env) if env is not None else None
+        learner_class = self.learner_class or Learner
+        self._learner = learner_class(self, config) if config is not None else None
 
     # -- description ---------------------------------------------------------
 
@@ -124,11 +111,30 @@ class RLAlgorithm(Algorithm):
     @property
     def metrics(self) -> EpisodeMetrics | None:
         """Episode metrics of the training environment (raw rewards)."""
-        return self._metrics
+        return self._unroller.metrics if self._unroller is not None else None
 
     @property
     def env(self):
         return self._env
+
+    @property
+    def unroller(self) -> Unroller | None:
+        """The acting loop on the training environment (None without one)."""
+        return self._unroller
+
+    @property
+    def learner(self) -> Learner | None:
+        """The training iteration (None without a ``TrainerConfig``)."""
+        return self._learner
+
+    @property
+    def replay_buffer(self):
+        """The learner's replay buffer (None if it keeps none or has not built it yet)."""
+        return self._learner.replay_buffer if self._learner is not None else None
+
+    def load_replay_buffer_state(self, state: dict) -> None:
+        """Load a checkpointed ``ReplayBuffer.state_dict()`` into the learner's buffer."""
+        self._learner.load_replay_buffer_state(state)
 
     def is_stateful(self, which: str = "rollout") -> bool:
         """Whether the ``'rollout'``, ``'train'`` or ``'predict'`` state is non-empty."""
@@ -175,154 +181,47 @@ class RLAlgorithm(Algorithm):
         """Return True to end this iteration's remaining updates (e.g. PPO KL early stop)."""
         return False
 
-    # -- unroll --------------------------------------------------------------
-
-    def _ensure_started(self) -> None:
-        if self._current_time_step is None:
-            if self._env is None:
-                raise RuntimeError(f"{self._name} has no environment to unroll")
-            batch_size = self._env.batch_size
-            self._current_time_step = self._env.reset()
-            self._initial_rollout_state = to_device(self.get_initial_rollout_state(batch_size))
-            self._current_policy_state = self._initial_rollout_state
-            self._current_transform_state = zeros_from_spec(
-                self._data_transformer.state_spec, batch_size
-            )
-
-    def _policy_step(self, time_step: TimeStep, policy_state, transform_state):
-        """Transform ``time_step`` and run ``rollout_step`` on it (no env interaction)."""
-        transformed, transform_state = self._data_transformer.transform_timestep(
-            time_step, transform_state
-        )
-        transformed = to_device(transformed)
-        if self.is_stateful("rollout"):
-            policy_state = reset_state_if_necessary(
-                policy_state, self._initial_rollout_state, transformed.step_type == StepType.FIRST
-            )
-        policy_step = self.rollout_step(transformed, policy_state)
-        return transformed, policy_state, policy_step, transform_state
+    # -- acting ----------------------------------------------------------------
 
     def restart_environment(self, seed: int) -> None:
         """Reseed the training env; the next unroll starts new episodes from ``reset()``."""
-        self._env.seed(seed)
-        self._current_time_step = None
+        self._learner.end_trajectories()
+        self._unroller.restart(seed)
 
-    @torch.inference_mode()
-    def unroll(self, unroll_length: int) -> list[Experience]:
-        """Step the training environment ``unroll_length`` times with ``rollout_step``.
-
-        Runs in ``torch.inference_mode`` (no autograd, no version counters or view
-        tracking: about 7% faster than ``no_grad`` for small networks). The tensors it
-        makes are inference tensors: training uses copies of them (the replay buffer's
-        storage, or ``stack_nests`` of the unroll), never the tensors themselves; what
-        outlives the unroll (the current time step and policy state) is only read or
-        replaced afterwards, since updating it in place outside inference mode raises.
-
-        Returns:
-            the list of per-step ``Experience`` ``[B, ...]`` built by
-            ``_make_experience`` (what is kept depends on on/off-policy).
-        """
-        self._ensure_started()
-        time_step = self._current_time_step
-        policy_state = self._current_policy_state
-        transform_state = self._current_transform_state
-        experiences = []
-        for _ in range(unroll_length):
-            transformed, policy_state, policy_step, transform_state = self._policy_step(
-                time_step, policy_state, transform_state
-            )
-            action = policy_step.output
-            next_time_step = self._env.step(_to_cpu(action))
-            self._metrics(time_step)
-            experiences.append(
-                self._make_experience(time_step, transformed, policy_step, policy_state)
-            )
-            time_step = next_time_step
-            policy_state = policy_step.state
-        self._current_time_step = time_step
-        self._current_policy_state = policy_state
-        self._current_transform_state = transform_state
-        return experiences
-
-    def _make_experience(self, time_step, transformed, policy_step, policy_state) -> Experience:
-        """What one unroll step contributes (on-policy: the transformed time step)."""
-        return Experience(
-            time_step=transformed,
-            action=policy_step.output,
-            rollout_info=policy_step.info,
-            state=policy_state,
-        )
-
-    @torch.no_grad()
-    def bootstrap_experience(self, raw: bool = False) -> Experience:
-        """The bootstrap row: the current time step with its rollout info (see module doc).
-
-        Args:
-            raw: keep the raw time step (for replayed data, transformed later)
-                instead of the transformed one.
-        """
-        self._ensure_started()
-        with statistics_frozen(self._data_transformer):  # counted when the next unroll starts
-            transformed, policy_state, policy_step, _ = self._policy_step(
-                self._current_time_step, self._current_policy_state, self._current_transform_state
-            )
-        return Experience(
-            time_step=self._current_time_step if raw else transformed,
-            action=policy_step.output,
-            rollout_info=policy_step.info,
-            state=policy_state,
-        )
-
-    @torch.inference_mode()
     def prenormalize(self, num_steps: int) -> int:
         """Initialize the data transformers' statistics before training.
 
         Steps every training env ``num_steps`` times with ``rollout_step`` of the
-        current (initial) policy, with every statistics transformer updating in
-        ``transform_timestep`` (``prenormalizing``). Nothing is stored or trained on.
-        The steps are real environment interaction: the episode metrics count them
-        (``EnvironmentSteps``) and so does the returned number. The environments are
-        then reset, so training starts from fresh episodes (the episodes cut short are
-        not counted as finished).
-
-        Args:
-            num_steps: steps per environment.
+        current (initial) policy, every statistics transformer updating as it
+        transforms; nothing is stored or trained on, and training then starts from
+        fresh episodes (see ``Unroller.prenormalize``).
 
         Returns:
             the number of environment steps taken (``num_steps * batch_size``).
         """
-        self._ensure_started()
-        time_step = self._current_time_step
-        policy_state = self._current_policy_state
-        transform_state = self._current_transform_state
-        with prenormalizing(self._data_transformer):
-            for _ in range(num_steps):
-                _, policy_state, policy_step, transform_state = self._policy_step(
-                    time_step, policy_state, transform_state
-                )
-                next_time_step = self._env.step(_to_cpu(policy_step.output))
-                self._metrics(time_step)
-                time_step = next_time_step
-                policy_state = policy_step.state
-        self._current_time_step = None  # the next unroll resets the envs
-        return num_steps * self._env.batch_size
+        if self._unroller is None:
+            raise RuntimeError(f"{self._name} has no environment to unroll")
+        return self._unroller.prenormalize(num_steps)
 
     # -- training on [T, B] experience ---------------------------------------
 
     def train_iter(self) -> int:
-        """One training iteration; returns the number of environment steps taken."""
-        if self.is_on_policy:
-            steps = self._train_iter_on_policy()
-        else:
-            steps = self._train_iter_off_policy()
+        """One training iteration: an unroll, then the learner's training on it.
+
+        Returns:
+            the number of environment steps taken.
+        """
+        if self._unroller is None:
+            raise RuntimeError(f"{self._name} has no environment to unroll")
+        learner = self._learner
+        unroll = self._unroller.unroll(
+            self._config.unroll_length,
+            raw=learner.raw_experience,
+            bootstrap=learner.needs_bootstrap_row(),
+        )
+        learner.train(unroll)
         self._data_transformer.after_train_iter()
-        return steps
-
-    def _train_iter_on_policy(self) -> int:
-        raise NotImplementedError(f"{self._name} is not an on-policy algorithm")
-
-    def _train_iter_off_policy(self) -> int:
-        raise NotImplementedError(f"{self._name} is not an off-policy algorithm")
+        return unroll.num_env_steps
 
     def _temporally_independent(self) -> bool:
         flag = getattr(self._config, "temporally_independent_train_step", None)
@@ -371,21 +270,39 @@ class RLAlgorithm(Algorithm):
     def update_from_experience(self, experience: Experience, valid_masks=None) -> LossInfo:
         """``train_steps`` → ``calc_loss`` → ``update_with_gradient`` → ``after_update``.
 
+        With prioritized replay (``ReplayLearner``), the importance weights in
+        ``experience.batch_info`` weight the per-sample loss, and a returned
+        ``LossInfo.priority`` ``[B]`` updates the priorities of the replayed
+        sequences. ``train_steps`` gets the experience without its ``batch_info``
+        (whose leaves are ``[B]``); ``after_update`` gets it whole.
+
         Args:
             experience: time-major ``[T, B]`` experience on the training device.
             valid_masks: ``[T, B]`` extra mask (e.g. the bootstrap row or padding);
                 LAST steps are always masked out.
         """
+        weights = sample_weights(experience)
+        extra_args = {} if weights is None else {"sample_weights": weights}
         with torch.enable_grad():
-            info = self.train_steps(experience)
+            info = self.train_steps(experience._replace(batch_info=()))
             loss_info = self.calc_loss(info)
             mask = experience.time_step.step_type != StepType.LAST
             if valid_masks is not None:
                 mask = mask & valid_masks
-            loss_info = self.update_with_gradient(loss_info, mask)
+            loss_info = self.update_with_gradient(loss_info, mask, **extra_args)
         self.after_update(experience, info)
         self._summarize_loss(loss_info)
+        self._update_priority(experience.batch_info, loss_info.priority)
         return loss_info
+
+    def _update_priority(self, batch_info, priority) -> None:
+        """Send ``priority`` ``[B]`` to the replay buffer for the sequences of ``batch_info``."""
+        buffer = self.replay_buffer
+        if not torch.is_tensor(priority) or buffer is None or not buffer.prioritized_sampling:
+            return
+        if not isinstance(batch_info, BatchInfo) or not torch.is_tensor(batch_info.env_ids):
+            return
+        buffer.update_priority(batch_info.env_ids, batch_info.positions, priority)
 
     def _summarize_loss(self, loss_info: LossInfo) -> None:
         if not alf.summary.should_record_summaries():
@@ -400,9 +317,3 @@ class RLAlgorithm(Algorithm):
 def _merge_time_and_batch(x: torch.Tensor) -> torch.Tensor:
     """``[T, B, ...]`` → ``[T * B, ...]``."""
     return x.flatten(0, 1)
-
-
-def _to_cpu(action):
-    if isinstance(action, torch.Tensor) and action.is_cpu:
-        return action  # the common case, without a tree walk (this runs every step)
-    return nest.map_structure(lambda x: x if x.is_cpu else x.cpu(), action)

@@ -202,50 +202,42 @@ def play_episodes(algorithm, env, num_episodes: int, on_frame=None, on_episode=N
         ``[(episode_return, length)]``; a return is a float, or a list of floats
         for a vector reward.
     """
-    import torch
+    from alf.algorithms.unroller import AlgorithmPolicy, Unroller
+    from alf.metrics import EpisodeMetrics
 
-    with torch.no_grad():
-        return _play(algorithm, env, num_episodes, on_frame, on_episode)
+    report = _EpisodeReport(on_episode)
 
-
-def _play(algorithm, env, num_episodes, on_frame, on_episode) -> list:
-    import alf.nest as nest
-    from alf.algorithms.algorithm import reset_state_if_necessary
-    from alf.data_structures import StepType
-    from alf.tensor_specs import zeros_from_spec
-    from alf.utils.device import to_device
-
-    initial_state = to_device(algorithm.get_initial_predict_state(1))
-    policy_state = initial_state
-    transform_state = zeros_from_spec(algorithm.data_transformer.state_spec, 1)
-    stateful = algorithm.is_stateful("predict")
-    episodes, episode_return, length = [], 0.0, 0
-    time_step = env.reset()
-    while True:
+    def observe(time_step):
         if on_frame is not None:
             on_frame(env.render("rgb_array"))
+        report(time_step)
+
+    unroller = Unroller(AlgorithmPolicy(algorithm, "predict"), env, EpisodeMetrics(1))
+    unroller.run_episodes(num_episodes, observe=observe)
+    return report.episodes
+
+
+class _EpisodeReport:
+    """Sums the return and length of the episode being played (batch size 1) and
+    reports each as it ends."""
+
+    def __init__(self, on_episode=None):
+        self._on_episode = on_episode
+        self.episodes = []
+        self._return, self._length = 0.0, 0
+
+    def __call__(self, time_step) -> None:
+        from alf.data_structures import StepType
+
         step_type = int(time_step.step_type[0])
         if step_type != StepType.FIRST:
-            episode_return = episode_return + time_step.reward[0].double().numpy()
-            length += 1
+            self._return = self._return + time_step.reward[0].double().numpy()
+            self._length += 1
         if step_type == StepType.LAST:
-            episodes.append((_as_return(episode_return), length))
-            if on_episode is not None:
-                on_episode(len(episodes) - 1, *episodes[-1])
-            episode_return, length = 0.0, 0
-            if len(episodes) >= num_episodes:
-                return episodes
-        transformed, transform_state = algorithm.data_transformer.transform_timestep(
-            time_step, transform_state
-        )
-        transformed = to_device(transformed)
-        if stateful:
-            policy_state = reset_state_if_necessary(
-                policy_state, initial_state, transformed.step_type == StepType.FIRST
-            )
-        step = algorithm.predict_step(transformed, policy_state)
-        policy_state = step.state
-        time_step = env.step(nest.map_structure(lambda x: x.cpu(), step.output))
+            self.episodes.append((_as_return(self._return), self._length))
+            if self._on_episode is not None:
+                self._on_episode(len(self.episodes) - 1, *self.episodes[-1])
+            self._return, self._length = 0.0, 0
 
 
 def _as_return(value):

@@ -77,8 +77,6 @@ alf.config(
     mini_batch_size=64,
     mini_batch_length=2,
     num_updates_per_train_iter=128,
-    whole_replay_buffer_training=False,
-    clear_replay_buffer=False,
     replay_buffer_length=100_000,
     initial_collect_steps=1000,
     num_env_steps=50_000,

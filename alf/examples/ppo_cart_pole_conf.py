@@ -70,8 +70,6 @@ alf.config(
     mini_batch_length=1,
     mini_batch_size=256,
     num_updates_per_train_iter=20,
-    whole_replay_buffer_training=True,
-    clear_replay_buffer=True,
     replay_buffer_length=32,
     num_env_steps=100_000,
     num_iterations=0,

@@ -49,8 +49,6 @@ alf.config(
     trajectory_mini_batches=True,
     mini_batch_size=32,
     num_updates_per_train_iter=4,
-    whole_replay_buffer_training=True,
-    clear_replay_buffer=True,
     replay_buffer_length=20,
     num_env_steps=40_000,
     num_iterations=0,

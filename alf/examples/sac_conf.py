@@ -49,8 +49,6 @@ alf.config(
     mini_batch_length=2,  # one transition per sequence
     mini_batch_size=256,
     num_updates_per_train_iter=1,
-    whole_replay_buffer_training=False,
-    clear_replay_buffer=False,
     replay_buffer_length=1_000_000,
     initial_collect_steps=100,
     num_iterations=0,

@@ -74,8 +74,6 @@ alf.config(
     mini_batch_length=2,
     mini_batch_size=256,
     num_updates_per_train_iter=2,
-    whole_replay_buffer_training=False,
-    clear_replay_buffer=False,
     replay_buffer_length=50_000,
     initial_collect_steps=100,
     num_env_steps=20_000,

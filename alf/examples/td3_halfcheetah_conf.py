@@ -65,8 +65,6 @@ alf.config(
     mini_batch_size=256,
     mini_batch_length=2,
     num_updates_per_train_iter=1,
-    whole_replay_buffer_training=False,
-    clear_replay_buffer=False,
     replay_buffer_length=1_000_000,
     initial_collect_steps=10_000,
     num_env_steps=1_000_000,

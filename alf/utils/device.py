@@ -38,3 +38,18 @@ def to_device(nest_value, device: torch.device | None = None):
         lambda x: x.to(device, non_blocking=True) if isinstance(x, torch.Tensor) else x,
         nest_value,
     )
+
+
+def to_cpu(nest_value):
+    """Detached CPU copies of the tensor leaves of ``nest_value``, e.g. an action for the
+    environment or rollout data for the replay buffer (as is while training on the CPU)."""
+    if isinstance(nest_value, torch.Tensor) and nest_value.is_cpu:
+        return nest_value  # the common case, without a tree walk (this runs every step)
+    if _device["device"].type == "cpu":
+        return nest_value
+    import alf.nest as nest
+
+    return nest.map_structure(
+        lambda x: x.detach().cpu() if isinstance(x, torch.Tensor) and not x.is_cpu else x,
+        nest_value,
+    )

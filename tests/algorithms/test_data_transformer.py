@@ -451,7 +451,7 @@ def test_her_relabels_the_proportion_with_future_goals_and_recomputes_rewards(ma
     torch.manual_seed(0)
     batch, info = buffer.get_batch(4000, 3)
     raw = nest.map_structure(lambda x: x.transpose(0, 1), batch)
-    out = alg._transform(raw, info.env_ids, info.positions)
+    out = alg.learner._transform(raw, info.env_ids, info.positions)
     desired, raw_desired = out.observation["desired_goal"], raw.observation["desired_goal"]
     relabeled = (desired != raw_desired).any(-1).any(0)  # [B]
     assert abs(float(relabeled.float().mean()) - 0.3) < 0.04

@@ -108,7 +108,7 @@ def _config(**kwargs):
 def test_unroll_resets_the_recurrent_state_at_first_steps():
     alg, env = _memory_ppo(_rnn_networks(), _config(), seed=0, num_envs=3)
     try:
-        exp = nest.stack_nests(alg.unroll(12))
+        exp = nest.stack_nests(alg.unroller.unroll(12, raw=True).experiences)
         first = exp.time_step.step_type == StepType.FIRST
         assert first.sum() >= 3 and (~first).sum() > 0
         for leaf in nest.flatten(exp.state):
@@ -132,7 +132,9 @@ def _loss_and_grads(alg, experience):
 def test_padding_never_affects_the_ppo_loss_or_gradients():
     alg, env = _memory_ppo(_rnn_networks(), _config(trajectory_mini_batches=True), seed=2)
     try:
-        exp = alg.preprocess_experience(nest.stack_nests(alg.unroll(13)))
+        exp = alg.preprocess_experience(
+            nest.stack_nests(alg.unroller.unroll(13, raw=True).experiences)
+        )
     finally:
         env.close()
     padded, lengths = episode_segments(exp)

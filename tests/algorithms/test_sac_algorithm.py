@@ -340,10 +340,10 @@ def test_sac_checkpoint_round_trip_gives_identical_outputs():
             assert all(torch.equal(state_a[i]["exp_avg"], state_b[i]["exp_avg"]) for i in state_a)
         # Both continue identically.
         seeding.set_random_seed(7)
-        a._train_on_samples()
+        a.learner._train_on_samples()
         seeding.set_random_seed(7)
-        b._replay_buffer = a._replay_buffer
-        b._train_on_samples()
+        b.learner._replay_buffer = a.learner._replay_buffer
+        b.learner._train_on_samples()
         pa, pb = parameters_of(a), parameters_of(b)
         assert all(torch.equal(pa[k], pb[k]) for k in pa)
     finally:

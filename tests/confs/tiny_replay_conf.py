@@ -24,8 +24,6 @@ alf.config(
     mini_batch_size=3,
     mini_batch_length=2,
     num_updates_per_train_iter=2,
-    whole_replay_buffer_training=False,
-    clear_replay_buffer=False,
     replay_buffer_length=16,
     priority_replay=True,
     priority_replay_alpha=0.6,
