@@ -2,7 +2,7 @@
 
 A ``TimeStep`` row ``t`` holds the observation ``o_t``, the reward for the action
 taken at ``t-1`` (0 at FIRST) and ``prev_action`` (zeros at FIRST). The discount
-table (DESIGN.md §3):
+table (docs/design.md, section 3):
 
 =========  ========  ===================================================
 step_type  discount  meaning

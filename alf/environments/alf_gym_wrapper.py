@@ -1,6 +1,6 @@
 """``AlfGymWrapper``: a gymnasium env as an unbatched ``AlfEnvironment`` (numpy nests).
 
-Mapping of gymnasium's step result onto the discount table (DESIGN.md §3):
+Mapping of gymnasium's step result onto the discount table (docs/design.md, section 3):
 
 - ``reset()`` → FIRST, reward 0, discount 1, ``prev_action`` zeros;
 - ``terminated`` → LAST with discount 0 (``termination``);

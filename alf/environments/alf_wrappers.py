@@ -100,7 +100,7 @@ class TimeLimit(AlfEnvironmentBaseWrapper):
     """End each episode after ``duration`` steps with a LAST that keeps its discount.
 
     The discount of the limit step is the wrapped env's (1 for a MID), so the
-    value of the last observation is bootstrapped (DESIGN.md §3). An episode
+    value of the last observation is bootstrapped (docs/design.md, section 3). An episode
     the wrapped env ends earlier is unchanged.
 
     Args:

@@ -7,7 +7,7 @@ is the result. Every function returns ``T-1`` rows: the last row ``T-1`` has no
 successor in the batch, its value only serves as the bootstrap of row ``T-2``.
 Results are computed without gradient (they are regression targets).
 
-Row ``t`` follows the ``TimeStep`` convention (DESIGN.md §3): ``rewards[t]`` is
+Row ``t`` follows the ``TimeStep`` convention (docs/design.md, section 3): ``rewards[t]`` is
 :math:`r_t`, the reward for the action taken at ``t-1``, and ``discounts[t]`` is
 :math:`\gamma_t`, the discount of step ``t`` already multiplied by the
 algorithm's own gamma (0 at a terminal LAST, gamma at a time-limit LAST).

@@ -1,4 +1,4 @@
-"""``alf.bin.train --from_record`` and ``--init_from`` as a user runs them (issue 6).
+"""``alf.bin.train --from_record`` and ``--init_from`` as a user runs them.
 
 One 6-iteration tiny PPO run (with a ``--conf_param``, a ``--gin_param`` and
 ``--num_threads``) is the source. It is recreated from its record (from its

@@ -1,4 +1,4 @@
-"""``TrainerConfig.init_from``: a new run starts from another run's weights (issue 6).
+"""``TrainerConfig.init_from``: a new run starts from another run's weights.
 
 Checks: at iteration 0 the new algorithm gives the same outputs on a fixed batch as
 the earlier run's final checkpoint, with fresh optimizers and counters; the earlier
