@@ -202,7 +202,7 @@ class PolicyTrainer:
 
     def _replay_buffer_state(self) -> dict:
         """``{"replay_buffer": state}`` when configured and the algorithm has a buffer."""
-        buffer = getattr(self._algorithm, "replay_buffer", None)
+        buffer = self._algorithm.replay_buffer
         if buffer is None or not self._config.checkpoint_replay_buffer:
             return {}
         state = buffer.state_dict()

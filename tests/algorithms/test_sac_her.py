@@ -15,10 +15,10 @@ from alf.algorithms.data_transformer import (
 )
 from alf.algorithms.sac_algorithm import SacAlgorithm, SquashedNormalActorNetwork
 from alf.algorithms.td_loss import OneStepTDLoss
-from alf.data_structures import StepType
 from alf.environments.utils import create_environment
 from alf.networks.critic_networks import CriticNetwork
 from alf.optimizers import Adam
+from alf.trainers.evaluator import Evaluator
 from alf.utils import seeding
 from alf.utils.schedulers import update_progress
 
@@ -27,19 +27,8 @@ POINT_GOAL = "alf.environments.point_goal_env:PointGoal-v0"
 
 def _success_rate(algorithm, env, num_episodes=50) -> float:
     """Fraction of deterministic episodes whose last step has ``is_success`` 1."""
-    algorithm.eval()
-    env.seed(123)
-    time_step, state = env.reset(), ()
-    successes = episodes = 0
-    with torch.no_grad():
-        while episodes < num_episodes:
-            last = time_step.step_type == StepType.LAST
-            successes += int((time_step.env_info["is_success"][last] > 0.5).sum())
-            episodes += int(last.sum())
-            transformed, state = algorithm.data_transformer.transform_timestep(time_step, state)
-            time_step = env.step(algorithm.predict_step(transformed, ()).output)
-    algorithm.train()
-    return successes / episodes
+    metrics = Evaluator(algorithm, env, num_episodes, seed=123).evaluate()
+    return metrics.average_env_info()["is_success"]
 
 
 def _train(use_her: bool, env_steps: int, seed: int = 0) -> float:
