@@ -83,8 +83,8 @@ class RLAlgorithm(Algorithm):
             transformer = IdentityDataTransformer(observation_spec)
         self._data_transformer: DataTransformer = transformer
         self._unroller = Unroller(AlgorithmPolicy(self), env) if env is not None else None
-        learner_class = self.learner_class or Learner
-        self._learner = learner_class(self, config) if config is not None else None
+        has_learner = config is not None and self.learner_class is not None
+        self._learner = self.learner_class(self, config) if has_learner else None
 
     # -- description ---------------------------------------------------------
 
@@ -185,7 +185,8 @@ class RLAlgorithm(Algorithm):
 
     def restart_environment(self, seed: int) -> None:
         """Reseed the training env; the next unroll starts new episodes from ``reset()``."""
-        self._learner.end_trajectories()
+        if self._learner is not None:
+            self._learner.end_trajectories()
         self._unroller.restart(seed)
 
     def prenormalize(self, num_steps: int) -> int:
@@ -211,8 +212,17 @@ class RLAlgorithm(Algorithm):
         Returns:
             the number of environment steps taken.
         """
-        if self._unroller is None:
-            raise RuntimeError(f"{self._name} has no environment to unroll")
+        if self._unroller is None or self._learner is None:
+            missing = [
+                what
+                for what, value in [
+                    ("an environment (env)", self._env),
+                    ("a TrainerConfig (config)", self._config),
+                    ("a learner_class", self.learner_class),
+                ]
+                if value is None
+            ]
+            raise RuntimeError(f"{self._name} cannot train without {' and '.join(missing)}")
         learner = self._learner
         unroll = self._unroller.unroll(
             self._config.unroll_length,

@@ -199,3 +199,12 @@ def test_algorithm_policy_rejects_an_unknown_mode():
             AlgorithmPolicy(ProbeAlgorithm(env, False), "train")
     finally:
         env.close()
+
+
+def test_an_algorithm_without_a_learner_says_why_it_cannot_train():
+    env = counting_env(num_envs=1)
+    try:
+        with pytest.raises(RuntimeError, match="cannot train without a learner_class"):
+            ProbeAlgorithm(env, False).train_iter()
+    finally:
+        env.close()
