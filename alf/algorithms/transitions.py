@@ -8,7 +8,8 @@ rows ``:-1`` (the states and actions) and ``1:`` (the next states) flattened to
 ``[T, B]`` (``pad_last`` for terms of row ``t``, ``pad_first`` for bootstrap values
 of row ``t + 1``), and leave the last row out of the loss (``TransitionMask``): it
 has no successor in the minibatch. DQN's n-step sequences use the same row helpers
-for their bootstrap rows.
+for their bootstrap rows, and the TD, actor-critic and SAC losses pad their per-row
+terms ``[T-1, B]`` with ``pad_last``.
 
 The ``TrainerConfig`` checks such training needs are here too.
 """
