@@ -65,7 +65,7 @@ from alf.algorithms.transitions import (
 )
 from alf.data_structures import AlgStep, Experience, LossInfo, StepType, TimeStep
 from alf.networks.actor_networks import ActorNetwork, action_bounds
-from alf.networks.critic_networks import CriticNetwork
+from alf.networks.critic_networks import CriticNetwork, min_over_replicas
 from alf.tensor_specs import TensorSpec
 from alf.utils.defaults import with_defaults
 from alf.utils.math_ops import masked_mean
@@ -277,7 +277,7 @@ class DdpgAlgorithm(OffPolicyAlgorithm):
             noise = (torch.randn_like(next_action) * self._target_policy_noise).clamp(-clip, clip)
             next_action = self._clip(next_action + self._magnitude * noise)
         target_q, _ = self._target_critic_network((next_observation, next_action))
-        return target_q.amin(-1) if target_q.ndim == 2 else target_q
+        return min_over_replicas(target_q)
 
     def train_steps(self, experience: Experience) -> DdpgInfo:
         """Everything ``calc_loss`` needs from a ``[T, B]`` minibatch (module docstring)."""

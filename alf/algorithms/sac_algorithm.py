@@ -67,7 +67,7 @@ from alf.algorithms.transitions import (
 )
 from alf.data_structures import AlgStep, Experience, LossInfo, TimeStep
 from alf.networks.actor_distribution_networks import ActorDistributionNetwork
-from alf.networks.critic_networks import CriticNetwork
+from alf.networks.critic_networks import CriticNetwork, min_over_replicas
 from alf.networks.projection_networks import NormalProjectionNetwork
 from alf.networks.q_networks import QNetwork
 from alf.tensor_specs import TensorSpec
@@ -345,7 +345,7 @@ class SacAlgorithm(OffPolicyAlgorithm):
             next_dist, _ = self._actor_network(next_observation)
             next_action, next_log_pi = _sample_with_log_prob(next_dist)
             target_q, _ = self._target_critic_networks((next_observation, next_action))
-            target_v = _min_over_replicas(target_q)
+            target_v = min_over_replicas(target_q)
             if self._use_entropy_reward:
                 target_v = target_v - alpha * next_log_pi
         dist, _ = self._actor_network(observation)
@@ -353,7 +353,7 @@ class SacAlgorithm(OffPolicyAlgorithm):
         critic_q, _ = self._critic_networks((observation, action))
         with frozen(self._critic_parameters):
             actor_q, _ = self._critic_networks((observation, new_action))
-        return critic_q, target_v, log_pi, _min_over_replicas(actor_q)
+        return critic_q, target_v, log_pi, min_over_replicas(actor_q)
 
     def _discrete_terms(self, observation, action, next_observation, alpha):
         """The same terms with exact expectations over the actions (Christodoulou 2019)."""
@@ -474,8 +474,3 @@ def _sample_with_log_prob(dist):
 def _stack_q(q_networks: nn.ModuleList, observation) -> torch.Tensor:
     """``[N, R, |A|]`` from ``R`` Q networks."""
     return torch.stack([q(observation)[0] for q in q_networks], dim=1)
-
-
-def _min_over_replicas(q: torch.Tensor) -> torch.Tensor:
-    """``[N, R]`` → ``[N]`` (a single critic's ``[N]`` as is)."""
-    return q.amin(-1) if q.ndim == 2 else q
