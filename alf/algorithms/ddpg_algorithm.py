@@ -31,7 +31,7 @@ are for actions in ``[-1, 1]``):
     L_{actor} = -Q_{\theta_1}(s_t, \mu_\phi(s_t))
 
 ``OneStepTDLoss`` computes :math:`y_t` and :math:`\ell` (squared error by
-default) and follows ``TimeStep.discount`` (DESIGN.md §3): a time-limit LAST
+default) and follows ``TimeStep.discount``: a time-limit LAST
 (:math:`d = 1`) bootstraps from the final observation, a terminal LAST
 (:math:`d = 0`) does not, and transitions out of a LAST row (across an auto
 reset) are not trained. The actor's critic evaluation runs with the critic

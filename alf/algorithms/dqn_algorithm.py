@@ -20,7 +20,7 @@ time-major ``[T = n + 1, B]``. Row 0 is the transition being learned; rows
 
 with :math:`a^*_m = \arg\max_a Q_\theta(s_m, a)` (double DQN: the online network
 picks, the target network evaluates) or :math:`\arg\max_a Q_{\theta'}(s_m, a)`
-(Nature DQN). Bootstrapping follows ``TimeStep.discount`` (DESIGN.md §3): a
+(Nature DQN). Bootstrapping follows ``TimeStep.discount``: a
 terminal LAST has :math:`d_m = 0`, so :math:`y` is the finite sum; a time-limit
 LAST has :math:`d_m = 1`, so :math:`y` bootstraps from the value of the final
 observation. Rows after a LAST belong to the next episode and are ignored. This

@@ -1,6 +1,6 @@
 """``BatchedEnvironment``: several unbatched environments stepped in one process.
 
-This is the fast path for cheap simulators (DESIGN.md §4: CartPole steps ~10x faster
+This is the fast path for cheap simulators (CartPole steps ~10x faster
 with all envs in one process than with one subprocess per env). Each member is an
 unbatched ``AlfEnvironment`` with its own auto reset (the step after its LAST returns
 its FIRST), so rows reset independently. Rows are written into preallocated per-leaf

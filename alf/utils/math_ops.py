@@ -51,8 +51,9 @@ def masked_mean(x, mask=None, weights=None, dim=None) -> torch.Tensor:
     """Mean of ``x`` over the entries where ``mask`` is true; 0 if none is.
 
     It is ``sum(mask * weights * x) / sum(mask)``, both sums over the broadcast shape of
-    ``x`` and ``mask``: ``weights`` scale the entries without changing the count. The
-    masked mean of every loss, summary and statistic in alf.
+    ``x`` and ``mask``: ``weights`` scale the entries without changing the count. It is
+    the training loss of ``Algorithm.update_with_gradient`` and the masked mean of the
+    loss summaries.
 
     Args:
         x: a tensor (or a number) of any shape; a scalar is returned as is (it has
