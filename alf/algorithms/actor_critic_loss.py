@@ -22,6 +22,7 @@ import torch
 
 import alf
 import alf.summary
+from alf.algorithms.transitions import pad_last
 from alf.data_structures import LossInfo, StepType
 from alf.utils import value_ops
 
@@ -42,11 +43,6 @@ class ActorCriticLossInfo(NamedTuple):
     pg_loss: object = ()
     td_loss: object = ()
     neg_entropy: object = ()
-
-
-def pad_last_row(x: torch.Tensor) -> torch.Tensor:
-    """Append a zero row to time-major ``x`` ``[T-1, B, ...]`` → ``[T, B, ...]``."""
-    return torch.cat([x, torch.zeros_like(x[:1])], dim=0)
 
 
 def normalize_advantages(
@@ -134,7 +130,7 @@ class ActorCriticLoss:
         else:
             returns = value_ops.discounted_return(reward, value, step_type, discounts)
             advantages = returns - value[:-1]
-        return pad_last_row(advantages), torch.cat([returns, value[-1:]], dim=0)
+        return pad_last(advantages), torch.cat([returns, value[-1:]], dim=0)
 
     def shape_advantages(self, advantages: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
         """Normalize and clip as configured."""

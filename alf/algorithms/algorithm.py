@@ -20,6 +20,7 @@ import alf.summary
 from alf.data_structures import LossInfo
 from alf.optimizers import OptimizerSpec
 from alf.tensor_specs import zeros_from_spec
+from alf.utils.math_ops import masked_mean
 
 _OPTIMIZER_KEY = "_optimizers"
 
@@ -222,24 +223,6 @@ def _unclaimed(params, claimed: set) -> list:
             claimed.add(id(p))
             result.append(p)
     return result
-
-
-def masked_mean(loss, valid_masks=None, weights=None) -> torch.Tensor:
-    """Mean of ``loss`` over entries where ``valid_masks`` is nonzero (all when None).
-
-    With ``weights`` (broadcastable to ``loss``) it is ``sum(mask * w * loss) / sum(mask)``:
-    weights scale the entries without changing the normalization.
-    """
-    if not isinstance(loss, torch.Tensor):
-        loss = torch.as_tensor(loss, dtype=torch.float32)
-    if weights is not None:
-        if loss.ndim == 0:
-            raise ValueError("sample weights need a per-sample loss, got a scalar loss")
-        loss = loss * weights.to(loss.dtype)
-    if valid_masks is None or loss.ndim == 0:
-        return loss.mean()
-    mask = valid_masks.to(loss.dtype)
-    return (loss * mask).sum() / mask.sum().clamp(min=1.0)
 
 
 def reset_state_if_necessary(state, initial_state, reset_mask: torch.Tensor):

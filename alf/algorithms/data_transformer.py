@@ -6,17 +6,6 @@ replayed raw experience ``[T, B, ...]`` (time-major). The two must agree: the
 algorithm trains on what rollout saw. Transformers are ``nn.Module``s, so their
 statistics (normalizers) are part of the checkpoint.
 
-**Replay buffer access.** The replay buffer stores raw (untransformed) steps.
-Transformers that need more than the replayed rows themselves (earlier frames for
-``FrameStacker``, future goals for ``HindsightExperienceTransformer``) declare
-``reads_replay_buffer = True``. ``OffPolicyAlgorithm`` hands them, in
-``experience.batch_info``, a ``BatchInfo(env_ids, positions, (), replay_buffer)``:
-the buffer row ``env_ids[b]`` and replay position ``positions[b]`` of row 0 of
-sequence ``b`` (row ``t`` is at ``positions[b] + t``), and the buffer itself.
-Because they read raw steps by position, such transformers must see the raw
-experience: they come before every other transformer (see
-``SequentialDataTransformer``).
-
 **Statistics** (``ObservationNormalizer``, ``RewardNormalizer``) are updated in
 one place only, chosen by ``update_mode``: ``'rollout'`` (from the steps of training
 unrolls) or ``'replay'`` (in ``transform_experience``). In rollout mode the steps an
@@ -32,9 +21,10 @@ updates them while the module is in eval mode (evaluation, ``play``), inside
 update in ``transform_timestep`` whatever the mode (``TrainerConfig.
 num_prenormalization_steps``).
 
-The public names of ``FrameStacker`` (``alf/algorithms/frame_stacker.py``) and
-``HindsightExperienceTransformer`` (``alf/algorithms/hindsight_relabeler.py``) are
-also importable from here.
+The base class ``DataTransformer`` and the field helpers are in
+``data_transformer_base``; the transformers that read the replay buffer are in their own
+modules, ``FrameStacker`` (``frame_stacker``) and ``HindsightExperienceTransformer``
+(``hindsight_relabeler``). All are importable from here.
 """
 
 from __future__ import annotations
@@ -47,93 +37,36 @@ import torch.nn as nn
 
 import alf
 import alf.nest as nest
-from alf.data_structures import Experience, TimeStep
+from alf.algorithms.data_transformer_base import DataTransformer, field_paths, map_fields
+from alf.algorithms.frame_stacker import FrameStacker
+from alf.algorithms.hindsight_relabeler import (
+    HindsightExperienceTransformer,
+    l2_distance_reward_fn,
+)
+from alf.data_structures import TimeStep
 from alf.tensor_specs import BoundedTensorSpec, TensorSpec
 from alf.utils.normalizers import AdaptiveNormalizer, ScalarAdaptiveNormalizer
 
-_LAZY = {
-    "FrameStacker": "alf.algorithms.frame_stacker",
-    "HindsightExperienceTransformer": "alf.algorithms.hindsight_relabeler",
-    "l2_distance_reward_fn": "alf.algorithms.hindsight_relabeler",
-}
-
-
-def __getattr__(name):
-    """Lazy re-export of the transformers living in their own modules (no import cycle)."""
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-class DataTransformer(nn.Module):
-    """Base class of data transformers.
-
-    Args:
-        transformed_observation_spec: the observation spec after the transform.
-        state_spec: spec of the rollout state the transformer carries (``()``
-            for stateless transformers).
-    """
-
-    #: True for transformers that read the replay buffer in ``transform_experience``.
-    reads_replay_buffer = False
-
-    def __init__(self, transformed_observation_spec, state_spec=()):
-        super().__init__()
-        self._transformed_observation_spec = transformed_observation_spec
-        self._state_spec = state_spec
-
-    @property
-    def transformed_observation_spec(self):
-        return self._transformed_observation_spec
-
-    @property
-    def state_spec(self):
-        return self._state_spec
-
-    @property
-    def members(self) -> list[DataTransformer]:
-        """The transformers applied, in order (``[self]`` unless a sequence)."""
-        return [self]
-
-    def needs_replay(self) -> list[str]:
-        """Names of the member transformers that only work on replayed experience.
-
-        On-policy training keeps the rollout's transformed experience and never calls
-        ``transform_experience``, so it rejects these.
-        """
-        return [type(t).__name__ for t in self.members if t._needs_replay()]
-
-    def _needs_replay(self) -> bool:
-        return self.reads_replay_buffer
-
-    def _replay_buffer_of(self, experience: Experience):
-        """The ``ReplayBuffer`` in ``experience.batch_info`` (for ``reads_replay_buffer``
-        transformers); a ValueError naming this transformer when it is not there."""
-        buffer = getattr(experience.batch_info, "replay_buffer", ())
-        if buffer == () or buffer is None:
-            raise ValueError(
-                f"{type(self).__name__}.transform_experience needs experience.batch_info "
-                "with env_ids, positions and replay_buffer (set by OffPolicyAlgorithm for "
-                "replayed data)"
-            )
-        return buffer
-
-    def transform_timestep(self, time_step: TimeStep, state):
-        """Transform a rollout/predict time step ``[B, ...]``; return ``(time_step, state)``."""
-        raise NotImplementedError
-
-    def transform_experience(self, experience: Experience) -> Experience:
-        """Transform replayed experience ``[T, B, ...]``."""
-        raise NotImplementedError
-
-    def after_train_iter(self) -> None:
-        """Called by ``RLAlgorithm.train_iter`` once the iteration's training is done
-        (statistics transformers apply the updates their rollout collected)."""
-        for member in self.members:
-            if member is not self:
-                member.after_train_iter()
+__all__ = [
+    "DataTransformer",
+    "FrameStacker",
+    "HindsightExperienceTransformer",
+    "IdentityDataTransformer",
+    "ImageScaleTransformer",
+    "ObservationNormalizer",
+    "RewardClipping",
+    "RewardNormalizer",
+    "RewardScaling",
+    "SequentialDataTransformer",
+    "UntransformedTimeStep",
+    "check_order",
+    "create_data_transformer",
+    "field_paths",
+    "l2_distance_reward_fn",
+    "map_fields",
+    "prenormalizing",
+    "statistics_frozen",
+]
 
 
 class _TimeStepTransformer(DataTransformer):
@@ -300,32 +233,6 @@ class RewardScaling(_TimeStepTransformer):
 # -- observations ----------------------------------------------------------------------
 
 
-def _field_paths(observation_spec, fields, who: str) -> list[str]:
-    """Check ``fields`` (dotted paths into the observation) exist; ``[""]`` when None."""
-    if fields is None:
-        return [""]
-    available = [p for p, _ in nest.flatten_with_path(observation_spec)]
-    paths = []
-    for field in fields:
-        try:
-            nest.get_field(observation_spec, field)
-        except (KeyError, AttributeError, IndexError, ValueError, TypeError) as e:
-            raise ValueError(
-                f"{who}: field '{field}' is not in the observation (its fields: {available})"
-            ) from e
-        paths.append(field)
-    return paths
-
-
-def map_fields(observation, fields: list[str], fn):
-    """``observation`` with each field ``f`` of ``fields`` replaced by ``fn(f, value)``."""
-    for field in fields:
-        observation = nest.set_field(
-            observation, field, fn(field, nest.get_field(observation, field))
-        )
-    return observation
-
-
 @alf.configurable
 class ImageScaleTransformer(_TimeStepTransformer):
     """Scale uint8 images ``[0, 255]`` to float32 ``[min, max]``.
@@ -339,7 +246,7 @@ class ImageScaleTransformer(_TimeStepTransformer):
     """
 
     def __init__(self, observation_spec, fields=None, min: float = -1.0, max: float = 1.0):  # noqa: A002
-        self._fields = _field_paths(observation_spec, fields, "ImageScaleTransformer")
+        self._fields = field_paths(observation_spec, fields, "ImageScaleTransformer")
         spec = observation_spec
         for field in self._fields:
             leaf = nest.get_field(observation_spec, field)
@@ -445,7 +352,7 @@ class ObservationNormalizer(_StatisticsTransformer):
         zero_mean: bool = True,
         variance_epsilon: float = 1e-8,
     ):
-        self._fields = _field_paths(observation_spec, fields, "ObservationNormalizer")
+        self._fields = field_paths(observation_spec, fields, "ObservationNormalizer")
         spec = observation_spec
         for field in self._fields:
             leaf = nest.get_field(observation_spec, field)
@@ -536,10 +443,3 @@ def prenormalizing(transformer: DataTransformer):
     finally:
         for m in members:
             m._prenormalizing = False
-
-
-# Register the configurables of the transformers in their own modules whenever this module
-# is imported (a gin conf names ``@FrameStacker`` without importing it). Safe in either
-# import order: a partially initialized module is only bound here, never read.
-import alf.algorithms.frame_stacker  # noqa: E402, F401
-import alf.algorithms.hindsight_relabeler  # noqa: E402, F401

@@ -51,15 +51,24 @@ import torch
 import torch.nn as nn
 
 import alf
-import alf.nest as nest
 import alf.summary
 from alf.algorithms.actor_critic_loss import element_wise_squared_loss
 from alf.algorithms.off_policy_algorithm import OffPolicyAlgorithm
 from alf.algorithms.td_loss import OneStepTDLoss
+from alf.algorithms.transitions import (
+    TransitionMask,
+    check_sampled_training,
+    check_transition_length,
+    flat_rows,
+    pad_first,
+    pad_last,
+)
 from alf.data_structures import AlgStep, Experience, LossInfo, StepType, TimeStep
 from alf.networks.actor_networks import ActorNetwork, action_bounds
-from alf.networks.critic_networks import CriticNetwork
+from alf.networks.critic_networks import CriticNetwork, min_over_replicas
 from alf.tensor_specs import TensorSpec
+from alf.utils.defaults import with_defaults
+from alf.utils.math_ops import masked_mean
 from alf.utils.schedulers import as_scheduler
 from alf.utils.target_networks import TargetUpdater
 from alf.utils.torch_utils import frozen
@@ -207,7 +216,7 @@ class DdpgAlgorithm(OffPolicyAlgorithm):
         self._target_policy_noise = target_policy_noise
         self._target_policy_noise_clip = target_policy_noise_clip
         self._actor_update_period = actor_update_period
-        self._valid_masks = {}
+        self._transition_mask = TransitionMask()
 
     @property
     def actor_network(self) -> nn.Module:
@@ -268,15 +277,15 @@ class DdpgAlgorithm(OffPolicyAlgorithm):
             noise = (torch.randn_like(next_action) * self._target_policy_noise).clamp(-clip, clip)
             next_action = self._clip(next_action + self._magnitude * noise)
         target_q, _ = self._target_critic_network((next_observation, next_action))
-        return target_q.amin(-1) if target_q.ndim == 2 else target_q
+        return min_over_replicas(target_q)
 
     def train_steps(self, experience: Experience) -> DdpgInfo:
         """Everything ``calc_loss`` needs from a ``[T, B]`` minibatch (module docstring)."""
         ts = experience.time_step
         rows = (ts.step_type.shape[0] - 1, ts.step_type.shape[1])
-        observation = _rows(ts.observation, None, -1)
-        next_observation = _rows(ts.observation, 1, None)
-        action = _rows(experience.rollout_info.action, None, -1)
+        observation = flat_rows(ts.observation, None, -1)
+        next_observation = flat_rows(ts.observation, 1, None)
+        action = flat_rows(experience.rollout_info.action, None, -1)
         target_q = self._target_q(next_observation)
         critic_q, _ = self._critic_network((observation, action))
         actor_q = ()
@@ -284,13 +293,13 @@ class DdpgAlgorithm(OffPolicyAlgorithm):
             new_action, _ = self._actor_network(observation)
             with frozen(self._critic_parameters):
                 q, _ = self._critic_network((observation, new_action))
-            actor_q = _pad_last((q[:, 0] if q.ndim == 2 else q).reshape(rows))
+            actor_q = pad_last((q[:, 0] if q.ndim == 2 else q).reshape(rows))
         return DdpgInfo(
             reward=ts.reward,
             step_type=ts.step_type,
             discount=ts.discount,
-            critic_q=_pad_last(critic_q.reshape(rows + critic_q.shape[1:])),
-            target_q=_pad_first(target_q.reshape(rows)),
+            critic_q=pad_last(critic_q.reshape(rows + critic_q.shape[1:])),
+            target_q=pad_first(target_q.reshape(rows)),
             actor_q=actor_q,
         )
 
@@ -310,30 +319,18 @@ class DdpgAlgorithm(OffPolicyAlgorithm):
         priority = td_error.abs().mean(0)
         extra = ()
         if alf.summary.should_record_summaries():
-            valid = (info.step_type[:-1] != StepType.LAST).float()
-            count = valid.sum().clamp(min=1)
+            valid = info.step_type[:-1] != StepType.LAST
             extra = DdpgLossInfo(
-                critic_loss=(critic.loss[:-1] * valid).sum() / count,
-                actor_loss=() if actor_loss is None else (actor_loss[:-1] * valid).sum() / count,
-                q_value=(info.target_q[1:] * valid).sum() / count,
+                critic_loss=masked_mean(critic.loss[:-1], valid),
+                actor_loss=() if actor_loss is None else masked_mean(actor_loss[:-1], valid),
+                q_value=masked_mean(info.target_q[1:], valid),
             )
         return LossInfo(loss=loss, extra=extra, priority=priority)
 
     def update_from_experience(self, experience: Experience, valid_masks=None, **kwargs):
         """As ``RLAlgorithm``'s, with the last row masked out: it has no successor."""
-        mask = self._last_row_mask(experience.time_step.step_type)
-        if valid_masks is not None:
-            mask = mask & valid_masks.bool()
+        mask = self._transition_mask(experience.time_step.step_type, valid_masks)
         return super().update_from_experience(experience, mask, **kwargs)
-
-    def _last_row_mask(self, step_type: torch.Tensor) -> torch.Tensor:
-        key = (tuple(step_type.shape), step_type.device)
-        mask = self._valid_masks.get(key)
-        if mask is None:
-            mask = torch.ones(step_type.shape, dtype=torch.bool, device=step_type.device)
-            mask[-1] = False
-            self._valid_masks[key] = mask
-        return mask
 
     def after_update(self, experience: Experience, train_info) -> None:
         """Count the update; move the targets towards the trained networks."""
@@ -346,57 +343,18 @@ class Td3Algorithm(DdpgAlgorithm):
     """TD3 (Fujimoto et al. 2018): ``DdpgAlgorithm`` with twin critics, target policy
     smoothing (noise 0.2, clip 0.5) and actor and target updates every 2 critic
     updates, the paper's and Stable-Baselines3's defaults. Arguments as
-    ``DdpgAlgorithm``."""
+    ``DdpgAlgorithm``; only these defaults differ: ``num_critic_replicas=2``,
+    ``target_policy_noise=0.2``, ``actor_update_period=2``,
+    ``target_update_period=2``, ``name="Td3Algorithm"``."""
 
-    def __init__(
-        self,
-        observation_spec,
-        action_spec,
-        reward_spec=TensorSpec(()),
-        actor_network_ctor=ActorNetwork,
-        critic_network_ctor=CriticNetwork,
-        num_critic_replicas: int = 2,
-        env=None,
-        config=None,
-        gamma: float = 0.99,
-        td_error_loss_fn=element_wise_squared_loss,
-        exploration_noise_std=0.1,
-        random_initial_collect: bool = True,
-        target_policy_noise: float = 0.2,
-        target_policy_noise_clip: float = 0.5,
-        actor_update_period: int = 2,
-        target_update_tau: float = 0.005,
-        target_update_period: int = 2,
-        optimizer=None,
-        actor_optimizer=None,
-        critic_optimizer=None,
-        debug_summaries: bool = False,
-        name: str = "Td3Algorithm",
-    ):
-        super().__init__(
-            observation_spec,
-            action_spec,
-            reward_spec=reward_spec,
-            actor_network_ctor=actor_network_ctor,
-            critic_network_ctor=critic_network_ctor,
-            num_critic_replicas=num_critic_replicas,
-            env=env,
-            config=config,
-            gamma=gamma,
-            td_error_loss_fn=td_error_loss_fn,
-            exploration_noise_std=exploration_noise_std,
-            random_initial_collect=random_initial_collect,
-            target_policy_noise=target_policy_noise,
-            target_policy_noise_clip=target_policy_noise_clip,
-            actor_update_period=actor_update_period,
-            target_update_tau=target_update_tau,
-            target_update_period=target_update_period,
-            optimizer=optimizer,
-            actor_optimizer=actor_optimizer,
-            critic_optimizer=critic_optimizer,
-            debug_summaries=debug_summaries,
-            name=name,
-        )
+    __init__ = with_defaults(
+        DdpgAlgorithm.__init__,
+        num_critic_replicas=2,
+        target_policy_noise=0.2,
+        actor_update_period=2,
+        target_update_period=2,
+        name="Td3Algorithm",
+    )
 
 
 def _check_args(reward_spec, config, actor_update_period: int, name: str) -> None:
@@ -404,31 +362,5 @@ def _check_args(reward_spec, config, actor_update_period: int, name: str) -> Non
         raise ValueError(f"{name} needs a scalar reward, got reward_spec {reward_spec}")
     if actor_update_period < 1:
         raise ValueError(f"{name}: actor_update_period must be >= 1, got {actor_update_period}")
-    if config is None:
-        return
-    if config.whole_replay_buffer_training:
-        raise ValueError(
-            f"{name} samples transitions from the replay buffer: set TrainerConfig."
-            "whole_replay_buffer_training=False (and clear_replay_buffer=False)"
-        )
-    length = config.mini_batch_length or config.unroll_length
-    if length < 2:
-        raise ValueError(
-            f"{name} trains on transitions: TrainerConfig.mini_batch_length must be >= 2 "
-            f"(got {length})"
-        )
-
-
-def _rows(x, start: int | None, stop: int | None):
-    """Rows ``start:stop`` of a ``[T, B, ...]`` nest, flattened to ``[N, ...]``."""
-    return nest.map_structure(lambda y: y[start:stop].flatten(0, 1), x)
-
-
-def _pad_last(x: torch.Tensor) -> torch.Tensor:
-    """``[T-1, B, ...]`` → ``[T, B, ...]`` with a zero last row."""
-    return torch.cat([x, x.new_zeros((1, *x.shape[1:]))])
-
-
-def _pad_first(x: torch.Tensor) -> torch.Tensor:
-    """``[T-1, B, ...]`` → ``[T, B, ...]`` with a zero first row."""
-    return torch.cat([x.new_zeros((1, *x.shape[1:])), x])
+    check_sampled_training(config, name)
+    check_transition_length(config, name)

@@ -52,6 +52,7 @@ import alf.summary
 from alf.algorithms.actor_critic_loss import element_wise_huber_loss
 from alf.algorithms.off_policy_algorithm import OffPolicyAlgorithm
 from alf.algorithms.td_loss import TDLoss
+from alf.algorithms.transitions import check_sampled_training, flat_rows, pad_first
 from alf.data_structures import AlgStep, Experience, LossInfo, StepType, TimeStep
 from alf.networks.q_networks import QNetwork
 from alf.tensor_specs import TensorSpec
@@ -102,13 +103,9 @@ def check_n_step_config(config, n_step: int, name: str) -> None:
     """Sampled sequences must be exactly ``n_step + 1`` long (see the module docstring)."""
     if n_step < 1:
         raise ValueError(f"{name}: n_step must be >= 1, got {n_step}")
+    check_sampled_training(config, name)
     if config is None:
         return
-    if config.whole_replay_buffer_training:
-        raise ValueError(
-            f"{name} samples transitions from the replay buffer: set TrainerConfig."
-            "whole_replay_buffer_training=False (and clear_replay_buffer=False)"
-        )
     if config.mini_batch_length != n_step + 1:
         raise ValueError(
             f"{name} with n_step={n_step} trains on sequences of n_step + 1 steps: set "
@@ -281,14 +278,14 @@ class DqnAlgorithm(OffPolicyAlgorithm):
         q_values, _ = self._q_network(nest.map_structure(lambda x: x[0], ts.observation))
         index = self._q_network.action_index(experience.rollout_info.action[0])
         q_value = q_values.gather(-1, index.unsqueeze(-1)).squeeze(-1)
-        next_observation = nest.map_structure(lambda x: x[1:].flatten(0, 1), ts.observation)
+        next_observation = flat_rows(ts.observation, 1, None)
         target_q_value = self._bootstrap_value(next_observation).reshape(rows)
         return DqnInfo(
             reward=ts.reward,
             step_type=ts.step_type,
             discount=ts.discount,
             q_value=torch.cat([q_value.unsqueeze(0), q_value.new_zeros(rows)]),
-            target_q_value=torch.cat([target_q_value.new_zeros(1, rows[1]), target_q_value]),
+            target_q_value=pad_first(target_q_value),
         )
 
     def calc_loss(self, info: DqnInfo) -> LossInfo:

@@ -3,7 +3,7 @@
 The replay buffer stores single frames. During rollout the transformer keeps the
 ``stack_size - 1`` previous frames as its state; on replay it reads the frames
 before each sequence's first row from the replay buffer by position (see
-``data_transformer``'s module doc) and stacks the rows of the sequence itself.
+``data_transformer_base``'s module doc) and stacks the rows of the sequence itself.
 Both ways, a frame from before the episode's FIRST step is replaced by the FIRST
 frame (the first frame is repeated), so replay gives exactly what rollout gave,
 across episode boundaries too. One exception: history older than what the buffer
@@ -18,7 +18,7 @@ import torch
 
 import alf
 import alf.nest as nest
-from alf.algorithms.data_transformer import DataTransformer, _field_paths
+from alf.algorithms.data_transformer_base import DataTransformer, field_paths
 from alf.data_structures import StepType
 from alf.tensor_specs import BoundedTensorSpec, TensorSpec
 
@@ -54,7 +54,7 @@ class FrameStacker(DataTransformer):
     def __init__(self, observation_spec, stack_size: int = 4, stack_axis: int = 0, fields=None):
         if stack_size < 1:
             raise ValueError(f"FrameStacker: stack_size must be >= 1, got {stack_size}")
-        self._fields = _field_paths(observation_spec, fields, "FrameStacker")
+        self._fields = field_paths(observation_spec, fields, "FrameStacker")
         self._stack_size = stack_size
         self._axes = []
         spec = observation_spec

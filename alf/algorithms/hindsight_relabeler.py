@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 
 import alf
-from alf.algorithms.data_transformer import DataTransformer
+from alf.algorithms.data_transformer_base import DataTransformer
 from alf.data_structures import StepType
 
 

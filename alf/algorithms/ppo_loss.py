@@ -35,7 +35,7 @@ import alf.summary
 from alf.algorithms.actor_critic_loss import ActorCriticLoss, element_wise_squared_loss
 from alf.algorithms.mirror_loss import mirror_loss
 from alf.data_structures import LossInfo, StepType
-from alf.utils.math_ops import explained_variance
+from alf.utils.math_ops import explained_variance, masked_mean
 from alf.utils.mirror import Mirror
 from alf.utils.schedulers import as_scheduler
 
@@ -50,11 +50,6 @@ class PPOLossInfo(NamedTuple):
     clip_fraction: object = ()
     explained_variance: object = ()
     mirror_loss: object = ()
-
-
-def _masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    mask = mask.to(x.dtype)
-    return (x * mask).sum() / mask.sum().clamp(min=1.0)
 
 
 @alf.configurable
@@ -165,7 +160,7 @@ class PPOLoss(ActorCriticLoss):
         if alf.summary.should_record_summaries():
             extra = self._diagnostics(info, valid, ratio, log_ratio, eps, pg_loss, td_loss)
             if self._mirror is not None:
-                extra = extra._replace(mirror_loss=_masked_mean(mirror_term.detach(), valid))
+                extra = extra._replace(mirror_loss=masked_mean(mirror_term.detach(), valid))
         elif with_approx_kl:  # the diagnostics cost time on every minibatch
             extra = PPOLossInfo(approx_kl=_approx_kl(ratio, log_ratio, valid))
         else:
@@ -175,13 +170,13 @@ class PPOLoss(ActorCriticLoss):
     @torch.no_grad()
     def _diagnostics(self, info, valid, ratio, log_ratio, eps, pg_loss, td_loss) -> PPOLossInfo:
         """All loss terms and diagnostics, as masked means over the valid steps."""
-        neg_entropy = _masked_mean(-info.entropy, valid) if torch.is_tensor(info.entropy) else ()
+        neg_entropy = masked_mean(-info.entropy, valid) if torch.is_tensor(info.entropy) else ()
         return PPOLossInfo(
-            pg_loss=_masked_mean(pg_loss, valid),
-            td_loss=_masked_mean(td_loss, valid),
+            pg_loss=masked_mean(pg_loss, valid),
+            td_loss=masked_mean(td_loss, valid),
             neg_entropy=neg_entropy,
             approx_kl=_approx_kl(ratio, log_ratio, valid),
-            clip_fraction=_masked_mean(((ratio - 1.0).abs() > eps).float(), valid),
+            clip_fraction=masked_mean(((ratio - 1.0).abs() > eps).float(), valid),
             explained_variance=explained_variance(info.value, info.returns, valid),
         )
 
@@ -189,4 +184,4 @@ class PPOLoss(ActorCriticLoss):
 @torch.no_grad()
 def _approx_kl(ratio, log_ratio, valid) -> torch.Tensor:
     """Schulman's low-variance estimator ``E[(ρ - 1) - log ρ]`` of ``KL(π_old || π)``."""
-    return _masked_mean((ratio - 1.0) - log_ratio, valid)
+    return masked_mean((ratio - 1.0) - log_ratio, valid)

@@ -58,9 +58,16 @@ import alf.nest as nest
 from alf.algorithms.off_policy_algorithm import OffPolicyAlgorithm
 from alf.algorithms.sac_loss import sac_loss
 from alf.algorithms.td_loss import OneStepTDLoss
+from alf.algorithms.transitions import (
+    TransitionMask,
+    check_transition_length,
+    flat_rows,
+    pad_first,
+    pad_last,
+)
 from alf.data_structures import AlgStep, Experience, LossInfo, TimeStep
 from alf.networks.actor_distribution_networks import ActorDistributionNetwork
-from alf.networks.critic_networks import CriticNetwork
+from alf.networks.critic_networks import CriticNetwork, min_over_replicas
 from alf.networks.projection_networks import NormalProjectionNetwork
 from alf.networks.q_networks import QNetwork
 from alf.tensor_specs import TensorSpec
@@ -110,13 +117,6 @@ class _LogAlpha(nn.Module):
     def __init__(self, initial_value: float):
         super().__init__()
         self.value = nn.Parameter(torch.tensor(float(initial_value)))
-
-
-def _rows(x, start: int | None, stop: int | None):
-    """Rows ``start:stop`` of a ``[T, B, ...]`` tensor or nest, flattened to ``[N, ...]``."""
-    if isinstance(x, torch.Tensor):
-        return x[start:stop].flatten(0, 1)
-    return nest.map_structure(lambda y: y[start:stop].flatten(0, 1), x)
 
 
 def _default_target_entropy(action_spec) -> float:
@@ -199,7 +199,7 @@ class SacAlgorithm(OffPolicyAlgorithm):
         name: str = "SacAlgorithm",
     ):
         _check_specs(action_spec, reward_spec, reward_weights, name)
-        _check_config(config, name)
+        check_transition_length(config, name)
         super().__init__(
             observation_spec=observation_spec,
             action_spec=action_spec,
@@ -250,7 +250,7 @@ class SacAlgorithm(OffPolicyAlgorithm):
         ):
             if spec is not None:
                 self.add_optimizer(spec, modules)
-        self._valid_masks = {}
+        self._transition_mask = TransitionMask()
 
     def _make_critics(self, observation_spec, action_spec, critic_network_ctor, q_network_ctor):
         """Continuous: one ``CriticNetwork`` holding all replicas; discrete: a list of
@@ -320,9 +320,9 @@ class SacAlgorithm(OffPolicyAlgorithm):
         num_steps, batch_size = ts.step_type.shape[:2]
         alpha = self._log_alpha.value.detach().exp()
         observation = ts.observation
-        next_observation = _rows(observation, 1, None)
-        observation = _rows(observation, None, -1)
-        action = _rows(experience.rollout_info.action, None, -1)
+        next_observation = flat_rows(observation, 1, None)
+        observation = flat_rows(observation, None, -1)
+        action = flat_rows(experience.rollout_info.action, None, -1)
         steps = (num_steps - 1, batch_size)
         if self._discrete:
             terms = self._discrete_terms(observation, action, next_observation, alpha)
@@ -333,8 +333,8 @@ class SacAlgorithm(OffPolicyAlgorithm):
             reward=self._scalar_reward(ts.reward),
             step_type=ts.step_type,
             discount=ts.discount,
-            critic_q=_pad_last(critic_q.reshape(*steps, -1)),
-            target_v=_pad_first(target_v.reshape(steps)),
+            critic_q=pad_last(critic_q.reshape(*steps, -1)),
+            target_v=pad_first(target_v.reshape(steps)),
             neg_entropy=neg_entropy.reshape(steps),
             actor_q=actor_q.reshape(steps),
         )
@@ -345,7 +345,7 @@ class SacAlgorithm(OffPolicyAlgorithm):
             next_dist, _ = self._actor_network(next_observation)
             next_action, next_log_pi = _sample_with_log_prob(next_dist)
             target_q, _ = self._target_critic_networks((next_observation, next_action))
-            target_v = _min_over_replicas(target_q)
+            target_v = min_over_replicas(target_q)
             if self._use_entropy_reward:
                 target_v = target_v - alpha * next_log_pi
         dist, _ = self._actor_network(observation)
@@ -353,7 +353,7 @@ class SacAlgorithm(OffPolicyAlgorithm):
         critic_q, _ = self._critic_networks((observation, action))
         with frozen(self._critic_parameters):
             actor_q, _ = self._critic_networks((observation, new_action))
-        return critic_q, target_v, log_pi, _min_over_replicas(actor_q)
+        return critic_q, target_v, log_pi, min_over_replicas(actor_q)
 
     def _discrete_terms(self, observation, action, next_observation, alpha):
         """The same terms with exact expectations over the actions (Christodoulou 2019)."""
@@ -394,20 +394,8 @@ class SacAlgorithm(OffPolicyAlgorithm):
     def update_from_experience(self, experience: Experience, valid_masks=None) -> LossInfo:
         """As ``RLAlgorithm``'s, with the last row masked out: it has no successor, so
         the loss there is 0 and must not count in the mean."""
-        mask = self._last_row_mask(experience.time_step.step_type)
-        if valid_masks is not None:
-            mask = mask & valid_masks
+        mask = self._transition_mask(experience.time_step.step_type, valid_masks)
         return super().update_from_experience(experience, mask)
-
-    def _last_row_mask(self, step_type: torch.Tensor) -> torch.Tensor:
-        """``[T, B]`` bool, False on the last row (cached per shape and device)."""
-        key = (step_type.shape, step_type.device)
-        mask = self._valid_masks.get(key)
-        if mask is None:
-            mask = torch.ones(step_type.shape, dtype=torch.bool, device=step_type.device)
-            mask[-1] = False
-            self._valid_masks[key] = mask
-        return mask
 
     def after_update(self, experience: Experience, train_info) -> None:
         """Polyak-average the target critics towards the critics."""
@@ -421,17 +409,6 @@ def _check_specs(action_spec, reward_spec, reward_weights, name: str) -> None:
         raise ValueError(f"{name} supports scalar discrete actions, got {action_spec}")
     if reward_spec.shape != () and reward_weights is None:
         raise ValueError(f"{name}: a vector reward {reward_spec} needs reward_weights")
-
-
-def _check_config(config, name: str) -> None:
-    if config is None:
-        return
-    length = config.mini_batch_length or config.unroll_length
-    if length < 2:
-        raise ValueError(
-            f"{name} trains on transitions: TrainerConfig.mini_batch_length must be >= 2 "
-            f"(got {length})"
-        )
 
 
 def _copy_critics(critics: nn.Module) -> nn.Module:
@@ -497,18 +474,3 @@ def _sample_with_log_prob(dist):
 def _stack_q(q_networks: nn.ModuleList, observation) -> torch.Tensor:
     """``[N, R, |A|]`` from ``R`` Q networks."""
     return torch.stack([q(observation)[0] for q in q_networks], dim=1)
-
-
-def _min_over_replicas(q: torch.Tensor) -> torch.Tensor:
-    """``[N, R]`` → ``[N]`` (a single critic's ``[N]`` as is)."""
-    return q.amin(-1) if q.ndim == 2 else q
-
-
-def _pad_last(x: torch.Tensor) -> torch.Tensor:
-    """``[T-1, B, ...]`` → ``[T, B, ...]`` with a zero last row."""
-    return torch.cat([x, x.new_zeros((1, *x.shape[1:]))])
-
-
-def _pad_first(x: torch.Tensor) -> torch.Tensor:
-    """``[T-1, B, ...]`` → ``[T, B, ...]`` with a zero first row."""
-    return torch.cat([x.new_zeros((1, *x.shape[1:])), x])

@@ -38,8 +38,8 @@ from typing import NamedTuple
 import torch
 
 import alf.summary
-from alf.algorithms.actor_critic_loss import pad_last_row
 from alf.algorithms.td_loss import TDLoss
+from alf.algorithms.transitions import pad_last
 from alf.data_structures import LossInfo, StepType
 
 
@@ -83,7 +83,7 @@ def sac_loss(
     alpha = log_alpha.detach().exp()
     actor_loss = alpha * info.neg_entropy - info.actor_q
     alpha_loss = -log_alpha * (info.neg_entropy.detach() + target_entropy)
-    loss = td.loss + pad_last_row(actor_loss + alpha_loss)
+    loss = td.loss + pad_last(actor_loss + alpha_loss)
     priority = ()
     if compute_priority:
         priority = td.extra.td_error[:-1].abs().mean(-1).mean(0)

@@ -348,7 +348,7 @@ class BatchedEnvironment(AlfEnvironment):
 
     def seed(self, seed) -> None:
         """Seed member ``i`` with ``seed + i`` (int) or ``seed[i]`` (sequence)."""
-        seeds = _member_seeds(seed, len(self._envs))
+        seeds = member_seeds(seed, len(self._envs))
         for env, member_seed in zip(self._envs, seeds):
             env.seed(member_seed)
 
@@ -365,7 +365,14 @@ class BatchedEnvironment(AlfEnvironment):
             env.close()
 
 
-def _member_seeds(seed, count: int) -> list:
+def member_seeds(seed, count: int) -> list:
+    """The seeds of ``count`` batch rows: ``seed + i`` for an int ``seed`` (row ``i`` of a
+    batch made by ``create_environment`` is env ``i``, so this is ``seed + env_id``), or
+    the ``count`` seeds of a sequence ``seed``.
+
+    Raises:
+        ValueError: if a sequence ``seed`` does not have ``count`` seeds.
+    """
     if isinstance(seed, (int, np.integer)):
         return [int(seed) + i for i in range(count)]
     seeds = list(seed)

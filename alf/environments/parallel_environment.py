@@ -27,6 +27,7 @@ from alf.environments.batched_environment import (
     NestLayout,
     check_batched_leaves,
     check_same_time_step_spec,
+    member_seeds,
     plain_numpy,
     to_numpy_leaf,
 )
@@ -240,12 +241,7 @@ class ParallelAlfEnvironment(AlfEnvironment):
 
     def seed(self, seed) -> None:
         """Seed row ``r`` with ``seed + r`` (int) or ``seed[r]`` (a sequence of ``B``)."""
-        if isinstance(seed, (int, np.integer)):
-            seeds = [int(seed) + row for row in range(self._batch_size)]
-        else:
-            seeds = list(seed)
-            if len(seeds) != self._batch_size:
-                raise ValueError(f"Expected {self._batch_size} seeds, got {len(seeds)}")
+        seeds = member_seeds(seed, self._batch_size)
         for env, (start, stop) in zip(self._envs, self._rows):
             env.seed(seeds[start:stop] if env.batched else seeds[start])
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 import alf
 from alf.environments import suite_gym
 from alf.environments.alf_environment import AlfEnvironment
-from alf.environments.batched_environment import BatchedEnvironment
+from alf.environments.batched_environment import BatchedEnvironment, member_seeds
 from alf.environments.parallel_environment import ParallelAlfEnvironment
 from alf.environments.thread_environment import ThreadEnvironment
 
@@ -37,12 +37,12 @@ def make_env(env_load_fn: Callable, env_name: str, env_id: int, seed: int | None
 
 
 def env_constructors(env_name: str, env_load_fn: Callable, num_envs: int, seed: int | None):
-    """Picklable zero-argument constructors of envs 0..num_envs-1 (seeds ``seed + env_id``)."""
+    """Picklable zero-argument constructors of envs 0..num_envs-1 (seeds ``seed + env_id``,
+    ``member_seeds``; unseeded when ``seed`` is None)."""
+    seeds = [None] * num_envs if seed is None else member_seeds(seed, num_envs)
     return [
-        functools.partial(
-            make_env, env_load_fn, env_name, env_id, None if seed is None else seed + env_id
-        )
-        for env_id in range(num_envs)
+        functools.partial(make_env, env_load_fn, env_name, env_id, env_seed)
+        for env_id, env_seed in enumerate(seeds)
     ]
 
 

@@ -277,3 +277,9 @@ def _encoded_size(spec, encoders) -> int:
     if encoders:
         return encoders[0].output_size
     return math.prod(spec.shape)
+
+
+def min_over_replicas(q: torch.Tensor) -> torch.Tensor:
+    """The minimum over the critics of a scalar ``CriticNetwork`` output: ``[B, R]`` →
+    ``[B]``; a single critic's ``[B]`` as is (the targets of TD3 and SAC)."""
+    return q.amin(-1) if q.ndim == 2 else q

@@ -276,19 +276,7 @@ def Adam(  # noqa: N802 (ALF's public name)
     """Adam (Kingma & Ba, 2015); see ``OptimizerSpec`` for the clipping args."""
     call = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad)
     call.update(gradient_clipping=gradient_clipping, clip_by_global_norm=clip_by_global_norm)
-    spec = OptimizerSpec(
-        FusedAdam,
-        lr=lr,
-        gradient_clipping=gradient_clipping,
-        clip_by_global_norm=clip_by_global_norm,
-        name=name or "Adam",
-        betas=tuple(betas),
-        eps=eps,
-        weight_decay=weight_decay,
-        amsgrad=amsgrad,
-        fused=True,
-    )
-    return _record_call(spec, Adam, call, name)
+    return _factory_spec(Adam, FusedAdam, call, name, betas=tuple(betas), fused=True)
 
 
 @alf.configurable
@@ -304,18 +292,7 @@ def AdamW(  # noqa: N802
     """AdamW (Loshchilov & Hutter, 2019)."""
     call = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
     call.update(gradient_clipping=gradient_clipping, clip_by_global_norm=clip_by_global_norm)
-    spec = OptimizerSpec(
-        FusedAdamW,
-        lr=lr,
-        gradient_clipping=gradient_clipping,
-        clip_by_global_norm=clip_by_global_norm,
-        name=name or "AdamW",
-        betas=tuple(betas),
-        eps=eps,
-        weight_decay=weight_decay,
-        fused=True,
-    )
-    return _record_call(spec, AdamW, call, name)
+    return _factory_spec(AdamW, FusedAdamW, call, name, betas=tuple(betas), fused=True)
 
 
 @alf.configurable
@@ -329,21 +306,28 @@ def SGD(  # noqa: N802
     """Stochastic gradient descent with optional momentum."""
     call = dict(lr=lr, momentum=momentum, gradient_clipping=gradient_clipping)
     call.update(clip_by_global_norm=clip_by_global_norm)
+    return _factory_spec(SGD, torch.optim.SGD, call, name)
+
+
+_SPEC_ARGS = ("lr", "gradient_clipping", "clip_by_global_norm")
+
+
+def _factory_spec(factory, optimizer_cls, call: dict, name, **options) -> OptimizerSpec:
+    """The ``OptimizerSpec`` that the call ``factory(**call, name=name)`` makes.
+
+    ``lr`` and the clipping arguments of ``call`` go to ``OptimizerSpec``, its other
+    arguments to ``optimizer_cls``, with ``options`` added or replacing some; the spec is
+    named ``name``, else after the factory. The call is remembered so the operative
+    config written to ``root_dir/alf_config.py`` renders the spec as that call
+    (``alf.config_writer``).
+    """
+    optimizer_args = {k: v for k, v in call.items() if k not in _SPEC_ARGS}
+    optimizer_args.update(options)
+    spec_args = {k: call[k] for k in _SPEC_ARGS}
     spec = OptimizerSpec(
-        torch.optim.SGD,
-        lr=lr,
-        gradient_clipping=gradient_clipping,
-        clip_by_global_norm=clip_by_global_norm,
-        name=name or "SGD",
-        momentum=momentum,
+        optimizer_cls, **spec_args, name=name or factory.__name__, **optimizer_args
     )
-    return _record_call(spec, SGD, call, name)
-
-
-def _record_call(spec: OptimizerSpec, factory, kwargs: dict, name) -> OptimizerSpec:
-    """Remember the factory call that made ``spec`` so the operative config written to
-    ``root_dir/alf_config.py`` renders it as that call (``alf.config_writer``)."""
     if name is not None:
-        kwargs["name"] = name
-    spec._alf_repr_call = (factory, (), kwargs)
+        call["name"] = name
+    spec._alf_repr_call = (factory, (), call)
     return spec

@@ -47,22 +47,39 @@ def masked_sum(x: torch.Tensor, mask: torch.Tensor | None, dim=None) -> torch.Te
     return x.sum() if dim is None else x.sum(dim)
 
 
-def masked_mean(x: torch.Tensor, mask: torch.Tensor | None, dim=None) -> torch.Tensor:
+def masked_mean(x, mask=None, weights=None, dim=None) -> torch.Tensor:
     """Mean of ``x`` over the entries where ``mask`` is true; 0 if none is.
 
+    It is ``sum(mask * weights * x) / sum(mask)``, both sums over the broadcast shape of
+    ``x`` and ``mask``: ``weights`` scale the entries without changing the count. It is
+    the training loss of ``Algorithm.update_with_gradient`` and the masked mean of the
+    loss summaries.
+
     Args:
-        x: any shape.
-        mask: bool or 0/1 tensor broadcastable to ``x``, or None for a plain mean.
+        x: a tensor (or a number) of any shape; a scalar is returned as is (it has
+            nothing to mask).
+        mask: bool or 0/1 tensor broadcastable with ``x``, or None for a plain mean.
+        weights: optional per-entry weights broadcastable to ``x`` (e.g. the importance
+            weights of prioritized replay); they need a non-scalar ``x``.
         dim: dim(s) to reduce; all when None.
 
     Returns:
         The masked mean, reduced over ``dim``.
     """
-    if mask is None:
+    if not isinstance(x, torch.Tensor):
+        x = torch.as_tensor(x, dtype=torch.float32)
+    if weights is not None:
+        if x.ndim == 0:
+            raise ValueError("sample weights need a per-sample loss, got a scalar loss")
+        x = x * weights.to(x.dtype)
+    if mask is None or x.ndim == 0:
         return x.mean() if dim is None else x.mean(dim)
-    mask = mask.to(x.dtype).expand_as(x)
-    count = mask.sum() if dim is None else mask.sum(dim)
-    return masked_sum(x, mask, dim) / count.clamp(min=1.0)
+    mask = mask.to(x.dtype)
+    masked = x * mask
+    count = mask.expand_as(masked)
+    if dim is None:
+        return masked.sum() / count.sum().clamp(min=1.0)
+    return masked.sum(dim) / count.sum(dim).clamp(min=1.0)
 
 
 def explained_variance(

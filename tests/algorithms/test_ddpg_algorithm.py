@@ -10,6 +10,7 @@ import torch.nn as nn
 
 from alf.algorithms.config import TrainerConfig
 from alf.algorithms.ddpg_algorithm import DdpgAlgorithm, DdpgRolloutInfo, Td3Algorithm
+from alf.config_util import config, operative_config_str, reset_configs
 from alf.data_structures import Experience, StepType, TimeStep
 from alf.environments import suite_gym
 from alf.environments.utils import create_environment
@@ -255,6 +256,51 @@ def test_config_checks():
         Td3Algorithm(TensorSpec((1,)), spec, config=_config(mini_batch_length=1))
     with pytest.raises(ValueError, match="continuous"):
         Td3Algorithm(TensorSpec((1,)), BoundedTensorSpec((), torch.int64, 0, 2))
+
+
+def _settings(alg):
+    """The arguments TD3 and DDPG differ in, plus two TD3 leaves as DDPG's."""
+    return (
+        alg._num_replicas,
+        alg._target_policy_noise,
+        alg._actor_update_period,
+        alg._target_updater._period,
+        alg.name,
+        alg._target_policy_noise_clip,
+        alg._critic_loss._gamma,
+    )
+
+
+def test_td3_changes_only_its_defaults_and_configures_every_argument():
+    spec = BoundedTensorSpec((1,), torch.float32, minimum=-1.0, maximum=1.0)
+    obs_spec = TensorSpec((1,))
+    reset_configs()
+    try:
+        assert _settings(Td3Algorithm(obs_spec, spec)) == (2, 0.2, 2, 2, "Td3Algorithm", 0.5, 0.99)
+        assert _settings(DdpgAlgorithm(obs_spec, spec)) == (
+            1,
+            0.0,
+            1,
+            1,
+            "DdpgAlgorithm",
+            0.5,
+            0.99,
+        )
+        assert _settings(Td3Algorithm(obs_spec, spec, actor_update_period=3))[2] == 3
+
+        reset_configs()
+        config("Td3Algorithm", target_policy_noise=0.3, target_policy_noise_clip=0.1, gamma=0.5)
+        config("DdpgAlgorithm", num_critic_replicas=4, gamma=0.7)
+        assert _settings(Td3Algorithm(obs_spec, spec)) == (2, 0.3, 2, 2, "Td3Algorithm", 0.1, 0.5)
+        assert _settings(DdpgAlgorithm(obs_spec, spec))[0] == 4  # DDPG's configs stay DDPG's
+        operative = operative_config_str()  # TD3's defaults in its section of the comment
+        td3_part = operative[
+            operative.index("#     'alf.algorithms.ddpg_algorithm.Td3Algorithm',") :
+        ]
+        td3_part = td3_part[: td3_part.index(")")]
+        assert "actor_update_period=2," in td3_part and "target_update_period=2," in td3_part
+    finally:
+        reset_configs()
 
 
 # -- determinism, checkpoints -----------------------------------------------------------

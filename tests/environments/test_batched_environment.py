@@ -9,7 +9,12 @@ import torch
 from alf.data_structures import StepType, TimeStep
 from alf.environments import suite_gym
 from alf.environments.alf_environment import AlfEnvironment
-from alf.environments.batched_environment import BatchedEnvironment, NestLayout, gym_member
+from alf.environments.batched_environment import (
+    BatchedEnvironment,
+    NestLayout,
+    gym_member,
+    member_seeds,
+)
 from alf.environments.thread_environment import ThreadEnvironment
 from alf.tensor_specs import BoundedTensorSpec, TensorSpec
 
@@ -130,6 +135,14 @@ def test_seed():
     assert torch.equal(batched.reset().observation, first)
     with pytest.raises(ValueError, match="Expected 2 seeds"):
         batched.seed([1, 2, 3])
+
+
+def test_member_seeds():
+    assert member_seeds(5, 3) == [5, 6, 7]
+    assert member_seeds(np.int64(5), 2) == [5, 6]
+    assert member_seeds((9, 2, 4), 3) == [9, 2, 4]
+    with pytest.raises(ValueError, match="Expected 2 seeds, got 1"):
+        member_seeds([1], 2)
 
 
 def test_rejects_different_specs_and_bad_actions(fuse):

@@ -10,6 +10,8 @@ import sys
 import textwrap
 import time
 
+import gymnasium
+import numpy as np
 import psutil
 import pytest
 import torch
@@ -199,6 +201,36 @@ def test_seed_rows():
         env.seed(10)
         with pytest.raises(ValueError, match="Expected 3 seeds"):
             env.seed([1, 2])
+    finally:
+        env.close()
+
+
+def _cart_pole(env_id):
+    return functools.partial(suite_gym.load, "CartPole-v1", env_id=env_id)
+
+
+def _gym_first_observations(seeds):
+    env = gymnasium.make("CartPole-v1")
+    try:
+        return torch.as_tensor(np.stack([env.reset(seed=seed)[0] for seed in seeds]))
+    finally:
+        env.close()
+
+
+def test_seed_gives_row_r_seed_plus_r_across_members(flatten):
+    """Row ``r`` (member 0, then the two rows of a batched member) starts its next episode
+    from ``reset(seed=seed + r)``, as ``create_environment(seed=...)`` seeds env ``r``."""
+    env = ParallelAlfEnvironment(
+        [_cart_pole(0), _batch(_cart_pole(1), _cart_pole(2))], flatten=flatten
+    )
+    try:
+        env.seed(10)
+        first = env.reset().observation
+        assert torch.equal(first, _gym_first_observations([10, 11, 12]))
+        env.seed(10)
+        assert torch.equal(env.reset().observation, first)  # same seed, same episode start
+        env.seed([5, 7, 9])
+        assert torch.equal(env.reset().observation, _gym_first_observations([5, 7, 9]))
     finally:
         env.close()
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from alf.networks.critic_networks import CriticNetwork
+from alf.networks.critic_networks import CriticNetwork, min_over_replicas
 from alf.tensor_specs import BoundedTensorSpec, TensorSpec
 
 OBS_SPEC = TensorSpec((3,))
@@ -120,3 +120,10 @@ def test_copy_has_independent_parameters():
 def test_bad_replicas():
     with pytest.raises(ValueError, match="num_replicas"):
         CriticNetwork((OBS_SPEC, ACTION_SPEC), num_replicas=0)
+
+
+def test_min_over_replicas():
+    twin = torch.tensor([[1.0, -2.0], [3.0, 0.5], [-1.0, -1.0]])  # [B, R]
+    assert min_over_replicas(twin).tolist() == [-2.0, 0.5, -1.0]
+    single = torch.tensor([4.0, -3.0])  # [B]: one critic
+    assert min_over_replicas(single) is single

@@ -63,6 +63,47 @@ def test_masked_mean_and_sum():
     assert math_ops.masked_sum(x, mask).item() == pytest.approx(6.0)
 
 
+def test_masked_mean_with_weights_by_hand():
+    x = torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    mask = torch.tensor([[True, True], [True, False], [False, True]])
+    weights = torch.tensor([0.5, 0.25])  # broadcast over rows
+    # sum(mask * w * x) / sum(mask): weights do not change the count.
+    expected = (0.5 * 1 + 0.25 * 2 + 0.5 * 3 + 0.25 * 6) / 4
+    assert math_ops.masked_mean(x, mask, weights).item() == pytest.approx(expected)
+    assert math_ops.masked_mean(x, None, weights).item() == pytest.approx((0.5 * 9 + 0.25 * 12) / 6)
+    by_column = math_ops.masked_mean(x, mask, weights, dim=0)
+    torch.testing.assert_close(by_column, torch.tensor([0.5 * 4 / 2, 0.25 * 8 / 2]))
+
+
+def test_masked_mean_is_the_sum_over_count_formula_bit_for_bit():
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(7, 5, generator=g)
+    mask = torch.rand(7, 5, generator=g) > 0.3
+    weights = torch.rand(7, 5, generator=g)
+    m = mask.float()
+    assert torch.equal(math_ops.masked_mean(x, mask), (x * m).sum() / m.sum().clamp(min=1.0))
+    assert torch.equal(
+        math_ops.masked_mean(x, mask, weights), (x * weights * m).sum() / m.sum().clamp(min=1.0)
+    )
+    assert torch.equal(math_ops.masked_mean(x, None), x.mean())
+
+
+def test_masked_mean_counts_the_broadcast_entries():
+    x = torch.tensor([[[1.0, 3.0]], [[5.0, 7.0]]])  # [2, 1, 2]
+    row_mask = torch.tensor([[[True]], [[False]]])  # [2, 1, 1]: row 0 only
+    assert math_ops.masked_mean(x, row_mask).item() == 2.0  # (1 + 3) / 2 entries
+    per_sequence = torch.tensor([2.0, 4.0])  # [B]
+    step_mask = torch.tensor([[1, 1], [1, 0], [0, 0]])  # [T, B]
+    assert math_ops.masked_mean(per_sequence, step_mask).item() == pytest.approx((2 + 4 + 2) / 3)
+
+
+def test_masked_mean_of_a_scalar_or_a_number():
+    assert math_ops.masked_mean(torch.tensor(2.5), torch.tensor([True, False])).item() == 2.5
+    assert math_ops.masked_mean(1.5).item() == 1.5
+    with pytest.raises(ValueError, match="per-sample loss"):
+        math_ops.masked_mean(torch.tensor(1.0), None, torch.ones(2))
+
+
 def test_add_ignore_empty_sum_to_leftmost_and_activations():
     x = torch.ones(2)
     assert math_ops.add_ignore_empty((), x) is x

@@ -154,3 +154,32 @@ def test_optimizer_specs_render_as_their_factory_call():
             update_progress(0, 0, progress)
             assert copy.lr_scheduler() == spec.lr_scheduler()
     update_progress(0, 0, 0.0)
+
+
+def test_factory_specs_split_their_arguments():
+    """Each factory's ``lr``/clipping go to the spec, the rest to the optimizer class,
+    and the spec is named after the factory unless named."""
+    from alf.optimizers import SGD, Adam, AdamW
+
+    adam = Adam(lr=2e-3, betas=[0.8, 0.9], gradient_clipping=0.5)
+    assert (adam.optimizer_cls, adam.name, adam.gradient_clipping) == (FusedAdam, "Adam", 0.5)
+    assert adam.lr_scheduler() == 2e-3 and adam.clip_by_global_norm
+    assert adam.kwargs == dict(
+        betas=(0.8, 0.9), eps=1e-8, weight_decay=0.0, amsgrad=False, fused=True
+    )
+    assert adam._alf_repr_call[2] == dict(
+        lr=2e-3,
+        betas=[0.8, 0.9],
+        eps=1e-8,
+        weight_decay=0.0,
+        amsgrad=False,
+        gradient_clipping=0.5,
+        clip_by_global_norm=True,
+    )
+    adamw = AdamW(name="critic")
+    assert (adamw.optimizer_cls, adamw.name) == (FusedAdamW, "critic")
+    assert adamw.kwargs == dict(betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, fused=True)
+    assert adamw._alf_repr_call[2]["name"] == "critic"
+    sgd = SGD(momentum=0.9, clip_by_global_norm=False)
+    assert (sgd.optimizer_cls, sgd.name, sgd.kwargs) == (torch.optim.SGD, "SGD", {"momentum": 0.9})
+    assert sgd.lr_scheduler() == 1e-2 and not sgd.clip_by_global_norm
