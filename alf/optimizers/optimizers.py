@@ -342,7 +342,7 @@ def SGD(  # noqa: N802
 
 def _record_call(spec: OptimizerSpec, factory, kwargs: dict, name) -> OptimizerSpec:
     """Remember the factory call that made ``spec`` so the operative config written to
-    ``root_dir/alf_config.py`` renders it as that call (``alf.config_writer``)."""
+    ``root_dir/alf_config.py`` renders it as that call (``alf.configuration.writer``)."""
     if name is not None:
         kwargs["name"] = name
     spec._alf_repr_call = (factory, (), kwargs)

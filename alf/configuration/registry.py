@@ -1,6 +1,6 @@
 """The state of alf's configuration registry and its name lookup.
 
-Internal module: use ``alf.config_util``. Every other ``alf.config_*`` module reads and
+Internal module: use ``alf.config_util``. Every other ``alf.configuration`` module reads and
 writes the containers defined here:
 
 - ``REGISTRY``: the registered configurables (``Configurable``), one ``Slot`` per
