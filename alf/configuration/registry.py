@@ -244,9 +244,8 @@ def _find_registered(name):
 def _import_alf_modules_defining(name):
     """Import the modules not imported yet that define an alf configurable matching
     ``name`` (which registers it); whether there were any."""
-    modules = sorted(
-        {module for module, full in catalog.full_names() if matches(full, name)} - set(sys.modules)
-    )
+    defining = {module for module, full in catalog.full_names() if matches(full, name)}
+    modules = sorted(module for module in defining if module not in sys.modules)
     for module in modules:
         importlib.import_module(module)
     return bool(modules)
