@@ -28,5 +28,12 @@ setup(
         "test": ["pytest>=7", "pytest-timeout>=2.1", "psutil>=5.9", "ruff>=0.5"],
         "video": ["imageio>=2.30", "imageio-ffmpeg>=0.4"],
         "benchmarks": ["stable-baselines3>=2.3"],
+        "dev": ["py-spy>=0.3.14"],  # a sampling profiler: py-spy record -- alf-train ...
+    },
+    entry_points={
+        "console_scripts": [
+            "alf-train = alf.bin.train:run",
+            "alf-play = alf.bin.play:run",
+        ],
     },
 )

@@ -19,22 +19,24 @@ a configurable with a matching name registers; ``validate_pending_configs()`` re
 ones that never found a target. gin files are read with gin-config's parser only: their
 bindings, ``@Name`` references and ``%MACRO`` values land in this same registry.
 
-This module is the public import point; the implementation is split by job:
+This module is the public import point; the implementation is the package
+``alf.configuration``, split by job:
 
-- ``alf.config_registry``: the registry state, suffix name lookup, gin reference values.
-- ``alf.config_binding``: setting and reading values, pending values, ``define_config``.
-- ``alf.config_decorator``: ``@configurable``.
-- ``alf.config_gin``: reading gin statements (gin is imported only when one is parsed).
-- ``alf.config_loader``: conf files, ``--conf_param`` and ``--gin_param``.
-- ``alf.config_writer``: operative / inoperative reports, ``operative_config_str``,
-  ``repr_wrapper``.
+- ``registry``: the registry state, suffix name lookup, gin reference values.
+- ``catalog``: which module defines each of alf's own configurables, so that
+  ``alf.config('TrainerConfig', ...)`` finds its target without an import in the conf.
+- ``binding``: setting and reading values, pending values, ``define_config``.
+- ``decorator``: ``@configurable``.
+- ``gin_reader``: reading gin statements (gin is imported only when one is parsed).
+- ``loader``: conf files, ``--conf_param`` and ``--gin_param``.
+- ``writer``: operative / inoperative reports, ``operative_config_str``, ``repr_wrapper``.
 
 These modules must stay light to import (no torch, no gin): ``alf/__init__.py``
 re-exports this one.
 """
 
-from alf import config_loader, config_registry
-from alf.config_binding import (
+from alf.configuration import loader, registry
+from alf.configuration.binding import (
     config,
     config1,
     define_config,
@@ -42,8 +44,8 @@ from alf.config_binding import (
     get_config_value,
     validate_pending_configs,
 )
-from alf.config_decorator import configurable
-from alf.config_loader import (
+from alf.configuration.decorator import configurable
+from alf.configuration.loader import (
     apply_conf_params,
     apply_gin_params,
     get_loaded_conf_files,
@@ -51,7 +53,7 @@ from alf.config_loader import (
     load_config,
     parse_conf_param,
 )
-from alf.config_writer import (
+from alf.configuration.writer import (
     DEFINED_CONFIGS_KEY,
     get_inoperative_configs,
     get_operative_configs,
@@ -85,5 +87,5 @@ __all__ = [
 def reset_configs():
     """Clear every configured value, used flag, pending value, defined config, gin macro
     and the record of loaded conf files. Registered configurables stay registered."""
-    config_registry.reset_registry()
-    config_loader.forget_loaded_conf_files()
+    registry.reset_registry()
+    loader.forget_loaded_conf_files()

@@ -26,6 +26,19 @@ import numpy as np
 
 import alf.nest as nest
 
+__all__ = [
+    "AlgStep",
+    "BatchInfo",
+    "Experience",
+    "LossInfo",
+    "StepType",
+    "TimeStep",
+    "restart",
+    "termination",
+    "transition",
+    "truncation",
+]
+
 
 class StepType:
     """Integer codes of ``TimeStep.step_type``."""

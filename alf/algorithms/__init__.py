@@ -1,1 +1,81 @@
-"""Algorithms: the Algorithm base class, RL algorithms and data transformers."""
+"""Algorithms: the Algorithm base class, RL algorithms, losses and data transformers.
+
+The public classes are importable from the package, with ALF's names, e.g.
+``from alf.algorithms import PPOAlgorithm, TrainerConfig``. They are imported on first
+access (``alf.utils.lazy_exports``): importing one module of the package, such as the
+torch-free ``alf.algorithms.config``, does not import the others.
+"""
+
+from alf.utils.lazy_exports import lazy_exports
+
+_EXPORTS = {
+    "actor_critic_algorithm": ("ActorCriticAlgorithm",),
+    "actor_critic_loss": ("ActorCriticLoss",),
+    "algorithm": ("Algorithm",),
+    "config": ("TrainerConfig",),
+    "data_transformer": (
+        "DataTransformer",
+        "IdentityDataTransformer",
+        "ImageScaleTransformer",
+        "ObservationNormalizer",
+        "RewardClipping",
+        "RewardNormalizer",
+        "RewardScaling",
+        "SequentialDataTransformer",
+        "UntransformedTimeStep",
+        "create_data_transformer",
+    ),
+    "ddpg_algorithm": ("DdpgAlgorithm", "Td3Algorithm"),
+    "dqn_algorithm": ("DqnAlgorithm",),
+    "frame_stacker": ("FrameStacker",),
+    "hindsight_relabeler": ("HindsightExperienceTransformer", "l2_distance_reward_fn"),
+    "learners": ("EpochLearner", "Learner", "OnPolicyLearner", "ReplayLearner"),
+    "off_policy_algorithm": ("OffPolicyAlgorithm",),
+    "on_policy_algorithm": ("OnPolicyAlgorithm",),
+    "ppo_algorithm": ("PPOAlgorithm",),
+    "ppo_loss": ("PPOLoss",),
+    "rl_algorithm": ("RLAlgorithm",),
+    "sac_algorithm": ("SacAlgorithm",),
+    "td_loss": ("OneStepTDLoss", "TDLoss"),
+    "unroller": ("AlgorithmPolicy", "Unroll", "Unroller"),
+}
+
+__all__ = [
+    "ActorCriticAlgorithm",
+    "ActorCriticLoss",
+    "Algorithm",
+    "AlgorithmPolicy",
+    "DataTransformer",
+    "DdpgAlgorithm",
+    "DqnAlgorithm",
+    "EpochLearner",
+    "FrameStacker",
+    "HindsightExperienceTransformer",
+    "IdentityDataTransformer",
+    "ImageScaleTransformer",
+    "Learner",
+    "ObservationNormalizer",
+    "OffPolicyAlgorithm",
+    "OnPolicyAlgorithm",
+    "OnPolicyLearner",
+    "OneStepTDLoss",
+    "PPOAlgorithm",
+    "PPOLoss",
+    "RLAlgorithm",
+    "ReplayLearner",
+    "RewardClipping",
+    "RewardNormalizer",
+    "RewardScaling",
+    "SacAlgorithm",
+    "SequentialDataTransformer",
+    "TDLoss",
+    "Td3Algorithm",
+    "TrainerConfig",
+    "UntransformedTimeStep",
+    "Unroll",
+    "Unroller",
+    "create_data_transformer",
+    "l2_distance_reward_fn",
+]
+
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

@@ -141,7 +141,6 @@ def load_checkpoint(root_dir: str, step: int | None = None, best: bool = False) 
 def _render_load_fn():
     """The configured ``create_environment.env_load_fn``, making envs with rgb_array render."""
     import alf
-    from alf.environments import utils as env_utils  # noqa: F401 (registers the configurable)
 
     env_load_fn = alf.get_config_value("create_environment.env_load_fn")
     return functools.partial(env_load_fn, render_mode="rgb_array")

@@ -1,1 +1,62 @@
-"""Environments: gymnasium adapters, wrappers and batched (thread / process) environments."""
+"""Environments: gymnasium adapters, wrappers and batched (thread / process) environments.
+
+The public classes and modules are importable from the package, with ALF's names, e.g.
+``from alf.environments import suite_gym, create_environment``. They are imported on
+first access (``alf.utils.lazy_exports``): a process worker importing
+``alf.environments.process_worker`` does not import the rest of the package.
+"""
+
+from alf.utils.lazy_exports import lazy_exports
+
+_SUBMODULES = ("alf_wrappers", "gym_wrappers", "suite_gym")
+
+_EXPORTS = {
+    "alf_environment": ("AlfEnvironment",),
+    "alf_gym_wrapper": ("AlfGymWrapper",),
+    "alf_wrappers": (
+        "AlfEnvironmentBaseWrapper",
+        "NonEpisodicAgent",
+        "RandomFirstEpisodeLength",
+        "TimeLimit",
+    ),
+    "batched_environment": ("BatchedEnvironment",),
+    "gym_wrappers": (
+        "ContinuousActionClip",
+        "FrameGrayScale",
+        "FrameResize",
+        "FrameSkip",
+        "ImageChannelFirst",
+        "MirrorWrapper",
+        "NormalizedAction",
+    ),
+    "parallel_environment": ("ParallelAlfEnvironment",),
+    "process_environment": ("ProcessEnvironment",),
+    "thread_environment": ("ThreadEnvironment",),
+    "utils": ("create_environment",),
+}
+
+__all__ = [
+    "AlfEnvironment",
+    "AlfEnvironmentBaseWrapper",
+    "AlfGymWrapper",
+    "BatchedEnvironment",
+    "ContinuousActionClip",
+    "FrameGrayScale",
+    "FrameResize",
+    "FrameSkip",
+    "ImageChannelFirst",
+    "MirrorWrapper",
+    "NonEpisodicAgent",
+    "NormalizedAction",
+    "ParallelAlfEnvironment",
+    "ProcessEnvironment",
+    "RandomFirstEpisodeLength",
+    "ThreadEnvironment",
+    "TimeLimit",
+    "alf_wrappers",
+    "create_environment",
+    "gym_wrappers",
+    "suite_gym",
+]
+
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS, _SUBMODULES)

@@ -7,8 +7,6 @@ import torch
 import alf
 from alf.algorithms.actor_critic_algorithm import ActorCriticAlgorithm
 from alf.algorithms.actor_critic_loss import ActorCriticLoss
-from alf.algorithms.config import TrainerConfig  # noqa: F401
-from alf.environments import utils as env_utils  # noqa: F401
 from alf.networks.actor_distribution_networks import ActorDistributionNetwork
 from alf.networks.value_networks import ValueNetwork
 from alf.optimizers import Adam

@@ -38,9 +38,7 @@ import math
 import torch
 
 import alf
-from alf.algorithms.config import TrainerConfig  # noqa: F401 (registers the configurable)
 from alf.algorithms.dqn_algorithm import DqnAlgorithm
-from alf.environments import utils as env_utils  # noqa: F401
 from alf.networks.q_networks import QNetwork
 from alf.optimizers import Adam
 

@@ -11,10 +11,8 @@ import functools
 import torch
 
 import alf
-from alf.algorithms.config import TrainerConfig  # noqa: F401 (registers the configurable)
 from alf.algorithms.ppo_algorithm import PPOAlgorithm
 from alf.algorithms.ppo_loss import PPOLoss
-from alf.environments import utils as env_utils  # noqa: F401
 from alf.initializers import orthogonal_init
 from alf.networks.actor_distribution_networks import ActorDistributionNetwork
 from alf.networks.projection_networks import CategoricalProjectionNetwork

@@ -32,7 +32,6 @@ loss of normalized advantages.
 import functools
 
 import alf
-from alf.algorithms.ppo_loss import PPOLoss  # noqa: F401 (registers the configurable)
 from alf.environments import suite_gym
 from alf.environments.gym_wrappers import ContinuousActionClip, MirrorWrapper
 from alf.environments.mirrors import WALKER2D_V5_MIRROR

@@ -13,11 +13,9 @@ import functools
 import torch
 
 import alf
-from alf.algorithms.config import TrainerConfig  # noqa: F401
 from alf.algorithms.ppo_algorithm import PPOAlgorithm
 from alf.algorithms.ppo_loss import PPOLoss
 from alf.environments import suite_gym
-from alf.environments import utils as env_utils  # noqa: F401
 from alf.environments.gym_wrappers import ContinuousActionClip
 from alf.initializers import torch_default_init
 from alf.networks.actor_distribution_networks import ActorDistributionNetwork

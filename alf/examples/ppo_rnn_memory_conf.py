@@ -16,11 +16,8 @@ reaches the step that saw the cue. See docs/recurrent_ppo.md.
 import functools
 
 import alf
-import alf.environments.memory_env  # noqa: F401 (registers RepeatFirstObservation-v0)
-from alf.algorithms.config import TrainerConfig  # noqa: F401
 from alf.algorithms.ppo_algorithm import PPOAlgorithm
 from alf.algorithms.ppo_loss import PPOLoss
-from alf.environments import utils as env_utils  # noqa: F401
 from alf.networks.rnn_networks import ActorDistributionRNNNetwork, ValueRNNNetwork
 from alf.optimizers import Adam
 

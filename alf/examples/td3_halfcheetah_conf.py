@@ -27,9 +27,7 @@ evaluation is 5 deterministic episodes every 10,000 steps.
 import functools
 
 import alf
-from alf.algorithms.config import TrainerConfig  # noqa: F401 (registers the configurable)
 from alf.algorithms.ddpg_algorithm import Td3Algorithm
-from alf.environments import utils as env_utils  # noqa: F401
 from alf.networks.actor_networks import ActorNetwork
 from alf.networks.critic_networks import CriticNetwork
 from alf.optimizers import Adam

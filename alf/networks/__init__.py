@@ -1,1 +1,38 @@
-"""Neural networks used by algorithms."""
+"""Neural networks used by algorithms.
+
+The public classes are importable from the package, with ALF's names, e.g.
+``from alf.networks import ActorDistributionNetwork, ValueNetwork``. Every module of
+the package needs torch, so they are imported with it.
+"""
+
+from alf.networks.actor_distribution_networks import ActorDistributionNetwork
+from alf.networks.actor_networks import ActorNetwork
+from alf.networks.critic_networks import CriticNetwork
+from alf.networks.encoding_networks import EncodingNetwork, NestConcat
+from alf.networks.network import Network
+from alf.networks.projection_networks import CategoricalProjectionNetwork, NormalProjectionNetwork
+from alf.networks.q_networks import QNetwork
+from alf.networks.rnn_networks import (
+    ActorDistributionRNNNetwork,
+    GRUEncodingNetwork,
+    LSTMEncodingNetwork,
+    ValueRNNNetwork,
+)
+from alf.networks.value_networks import ValueNetwork
+
+__all__ = [
+    "ActorDistributionNetwork",
+    "ActorDistributionRNNNetwork",
+    "ActorNetwork",
+    "CategoricalProjectionNetwork",
+    "CriticNetwork",
+    "EncodingNetwork",
+    "GRUEncodingNetwork",
+    "LSTMEncodingNetwork",
+    "NestConcat",
+    "Network",
+    "NormalProjectionNetwork",
+    "QNetwork",
+    "ValueNetwork",
+    "ValueRNNNetwork",
+]

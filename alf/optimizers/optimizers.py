@@ -319,7 +319,7 @@ def _factory_spec(factory, optimizer_cls, call: dict, name, **options) -> Optimi
     arguments to ``optimizer_cls``, with ``options`` added or replacing some; the spec is
     named ``name``, else after the factory. The call is remembered so the operative
     config written to ``root_dir/alf_config.py`` renders the spec as that call
-    (``alf.config_writer``).
+    (``alf.configuration.writer``).
     """
     optimizer_args = {k: v for k, v in call.items() if k not in _SPEC_ARGS}
     optimizer_args.update(options)

@@ -1,7 +1,7 @@
 """Configurables that the conf files in this directory configure.
 
-tests/test_config_util.py loads this file as the module ``conf_targets``, so the conf
-files can ``import conf_targets`` without any change to ``sys.path``.
+tests/configuration/configurables.py loads this file as the module ``conf_targets``, so the
+conf files can ``import conf_targets`` without any change to ``sys.path``.
 """
 
 import dataclasses

@@ -135,7 +135,7 @@ def test_optimizer_specs_render_as_their_factory_call():
     """The operative config (root_dir/alf_config.py) writes an optimizer as the call
     that made it, and evaluating that text gives the same spec."""
     import alf
-    from alf.config_writer import _Renderer
+    from alf.configuration.writer import _Renderer
     from alf.optimizers import SGD, Adam, AdamW
     from alf.utils.schedulers import update_progress
 

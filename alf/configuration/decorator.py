@@ -10,8 +10,8 @@ import inspect
 
 from absl import logging
 
-from alf.config_binding import apply_pending_to
-from alf.config_registry import PENDING, REGISTRY, Configurable
+from alf.configuration.binding import apply_pending_to
+from alf.configuration.registry import PENDING, REGISTRY, Configurable
 
 
 def _full_name(obj, name):

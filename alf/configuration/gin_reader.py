@@ -3,15 +3,15 @@
 Internal module: use ``alf.config_util``. Only gin-config's parser is used: a binding
 ``Name.arg = value`` becomes ``config1('Name.arg', value)``, a binding ``NAME = value``
 sets the gin macro (or defined config) ``NAME``, ``@Name`` / ``@Name()`` / ``%NAME`` become
-the lazy values of ``config_registry``, ``import`` statements import the module, and
+the lazy values of ``registry``, ``import`` statements import the module, and
 ``include`` statements are handed to the caller's ``include`` function. gin scopes are not
 supported. gin is imported only when a gin statement is parsed.
 """
 
 import importlib
 
-from alf.config_binding import apply_pending_to_name, assign, config1
-from alf.config_registry import MACROS, ConfigurableRef, MacroRef, Slot, named_slot
+from alf.configuration.binding import apply_pending_to_name, assign, config1
+from alf.configuration.registry import MACROS, ConfigurableRef, MacroRef, Slot, named_slot
 
 
 class _GinDelegate:

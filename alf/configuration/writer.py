@@ -13,9 +13,15 @@ import inspect
 import math
 import sys
 
-from alf.config_binding import validate_pending_configs
-from alf.config_loader import CONF_MODULE_PREFIX
-from alf.config_registry import DEFINED, PENDING, REGISTRY, ConfigurableRef, find_configurable
+from alf.configuration.binding import validate_pending_configs
+from alf.configuration.loader import CONF_MODULE_PREFIX
+from alf.configuration.registry import (
+    DEFINED,
+    PENDING,
+    REGISTRY,
+    ConfigurableRef,
+    find_configurable,
+)
 
 DEFINED_CONFIGS_KEY = "<define_config>"
 """Name under which ``get_(in)operative_configs`` report the ``define_config`` values."""

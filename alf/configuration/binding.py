@@ -2,13 +2,13 @@
 ``get_config_value`` and ``validate_pending_configs``.
 
 Internal module: use ``alf.config_util``. A value set for a name that matches nothing yet
-is kept pending (``config_registry.PENDING``) and bound by ``apply_pending`` when its
+is kept pending (``registry.PENDING``) and bound by ``apply_pending`` when its
 target appears: a configurable registers, a config is defined or a gin macro is bound.
 """
 
 from absl import logging
 
-from alf.config_registry import (
+from alf.configuration.registry import (
     DEFINED,
     IDENTIFIER_RE,
     MACROS,

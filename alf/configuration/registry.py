@@ -1,6 +1,6 @@
 """The state of alf's configuration registry and its name lookup.
 
-Internal module: use ``alf.config_util``. Every other ``alf.config_*`` module reads and
+Internal module: use ``alf.config_util``. Every other ``alf.configuration`` module reads and
 writes the containers defined here:
 
 - ``REGISTRY``: the registered configurables (``Configurable``), one ``Slot`` per
@@ -10,14 +10,19 @@ writes the containers defined here:
   defined config of that name, and ``%NAME`` reads it.
 - ``PENDING``: values set for names that have no target yet (``Pending``).
 
-It also resolves configurable names by dot-boundary suffix, builds the "did you mean"
-error messages, and defines the lazy gin values ``@Name`` / ``@Name()``
-(``ConfigurableRef``) and ``%NAME`` (``MacroRef``), resolved when used.
+It also resolves configurable names by dot-boundary suffix (importing the module of one
+of alf's own configurables on demand, see ``catalog``), builds the "did you mean" error
+messages, and defines the lazy gin values ``@Name`` / ``@Name()`` (``ConfigurableRef``)
+and ``%NAME`` (``MacroRef``), resolved when used.
 """
 
 import difflib
+import importlib
 import inspect
 import re
+import sys
+
+from alf.configuration import catalog
 
 NAME_RE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 """A config name: dot-separated identifiers (match it with ``fullmatch``)."""
@@ -198,12 +203,18 @@ def suggestion(word, pool, extra=()):
 
 
 def suffix_pool(num_parts):
-    """Every registered full name cut to its last ``num_parts`` components."""
-    return [".".join(name.split(".")[-num_parts:]) for name in REGISTRY]
+    """Every registered full name, and the full name of every configurable of alf
+    (``catalog``), cut to its last ``num_parts`` components."""
+    names = set(REGISTRY) | {full for _, full in catalog.full_names()}
+    return [".".join(name.split(".")[-num_parts:]) for name in names]
 
 
 def find_configurable(name):
     """The configurable whose full name is ``name`` or ends with ``'.' + name``.
+
+    If no registered configurable matches, the modules of alf that define a configurable
+    of that name (``catalog``) are imported first, so that alf's own configurables are
+    found without an import in the conf file.
 
     Returns:
         Configurable | None: None if nothing matches.
@@ -211,6 +222,13 @@ def find_configurable(name):
     Raises:
         ValueError: if several configurables match.
     """
+    entry = _find_registered(name)
+    if entry is None and _import_alf_modules_defining(name):
+        entry = _find_registered(name)
+    return entry
+
+
+def _find_registered(name):
     entry = REGISTRY.get(name)
     if entry is not None:
         return entry
@@ -221,6 +239,16 @@ def find_configurable(name):
             "Use a longer suffix of the full name."
         )
     return REGISTRY[candidates[0]] if candidates else None
+
+
+def _import_alf_modules_defining(name):
+    """Import the modules not imported yet that define an alf configurable matching
+    ``name`` (which registers it); whether there were any."""
+    defining = {module for module, full in catalog.full_names() if matches(full, name)}
+    modules = sorted(module for module in defining if module not in sys.modules)
+    for module in modules:
+        importlib.import_module(module)
+    return bool(modules)
 
 
 def unknown_configurable_error(name):
@@ -276,8 +304,6 @@ def lookup_slot(config_name):
 def _import_attribute(dotted_name):
     """``module.attr`` for a dotted name that is not a configurable (e.g. ``torch.tanh``),
     or None when no module prefix of it imports and has the attribute."""
-    import importlib
-
     parts = dotted_name.split(".")
     for split in range(len(parts) - 1, 0, -1):
         try:

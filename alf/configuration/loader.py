@@ -2,7 +2,7 @@
 ``--conf_param`` and ``--gin_param``.
 
 Internal module: use ``alf.config_util``. A Python conf file runs as a module named
-``_alf_conf_<stem>``; a gin conf file is read by ``config_gin.parse_gin``.
+``_alf_conf_<stem>``; a gin conf file is read by ``gin_reader.parse_gin``.
 """
 
 import ast
@@ -13,15 +13,16 @@ import sys
 
 from absl import logging
 
-from alf.config_binding import config1
-from alf.config_gin import parse_gin
-from alf.config_registry import NAME_RE
+from alf.configuration.binding import config1
+from alf.configuration.gin_reader import parse_gin
+from alf.configuration.registry import NAME_RE
 
 CONF_MODULE_PREFIX = "_alf_conf_"
 """Prefix of the module names that Python conf files run as."""
 
 _CONFIG_PATH_ENV = "ALF_CONFIG_PATH"
-_EXAMPLES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "examples")
+_ALF_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_EXAMPLES_DIR = os.path.join(_ALF_DIR, "examples")
 
 _LOADED_CONFS = set()  # real paths of conf files already executed
 _CONF_FILES = []  # same, in loading order
