@@ -19,8 +19,7 @@ import alf.nest as nest
 import alf.summary
 from alf.algorithms.algorithm import Algorithm, reset_state_if_necessary
 from alf.algorithms.data_transformer import DataTransformer, IdentityDataTransformer
-from alf.algorithms.learners import Learner
-from alf.algorithms.mini_batches import sample_weights
+from alf.algorithms.learners import Learner, sample_weights
 from alf.algorithms.unroller import AlgorithmPolicy, Unroller
 from alf.data_structures import AlgStep, BatchInfo, Experience, LossInfo, StepType, TimeStep
 from alf.metrics import EpisodeMetrics
