@@ -17,7 +17,6 @@ paired ratios.
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import tempfile
 

@@ -71,8 +71,9 @@ def main() -> None:
     parser.add_argument("--param", action="append", default=[], help="a --conf_param")
     args = parser.parse_args()
     algorithm = alf_algorithm(args.conf, args.seed, args.root_dir, args.param)
-    import alf
     import torch
+
+    import alf
 
     result = time_calls(algorithm.train_iter, args.warmup, args.iterations)
     result.update(alf_module=alf.__file__, torch_num_threads=torch.get_num_threads())
