@@ -70,7 +70,7 @@ def read_json(path: str) -> dict:
 
 
 def write_json(path: str, data) -> None:
-    """Write ``data`` as indented JSON, floats rounded to 4 decimals."""
+    """Write ``data`` as indented JSON, floats rounded to 6 decimals."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path + ".tmp", "w") as f:
         json.dump(_rounded(data), f, indent=1)
@@ -79,7 +79,7 @@ def write_json(path: str, data) -> None:
 
 def _rounded(data):
     if isinstance(data, float):
-        return round(data, 4)
+        return round(data, 6)
     if isinstance(data, dict):
         return {k: _rounded(v) for k, v in data.items()}
     if isinstance(data, list | tuple):

@@ -51,8 +51,8 @@ def test_write_block_replaces_only_its_block(tmp_path):
 
 def test_write_json_rounds_and_round_trips(tmp_path):
     path = str(tmp_path / "r.json")
-    report.write_json(path, {"x": 1.234567, "runs": [{"y": (2.0, 3.000049)}], "n": 7})
-    assert report.read_json(path) == {"x": 1.2346, "runs": [{"y": [2.0, 3.0]}], "n": 7}
+    report.write_json(path, {"x": 1.2345674, "runs": [{"y": (2.0, 3.0000491)}], "n": 7})
+    assert report.read_json(path) == {"x": 1.234567, "runs": [{"y": [2.0, 3.000049]}], "n": 7}
     assert report.read_json(str(tmp_path / "absent.json")) == {}
 
 
