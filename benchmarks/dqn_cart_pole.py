@@ -45,7 +45,9 @@ SB3_DQN = dict(
 
 def eval_points(max_env_steps: int, every: int = 2_500) -> list[int]:
     """Env steps at which both evaluate: multiples of ``every`` rounded up to a boundary."""
-    points = [math.ceil(k * every / TRAIN_FREQ) * TRAIN_FREQ for k in range(1, max_env_steps // every + 2)]
+    points = [
+        math.ceil(k * every / TRAIN_FREQ) * TRAIN_FREQ for k in range(1, max_env_steps // every + 2)
+    ]
     return [p for p in points if p <= max_env_steps]
 
 

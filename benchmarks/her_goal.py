@@ -1,6 +1,6 @@
 """SAC with and without hindsight relabeling on PointGoal-v0: success rate vs env steps.
 
-    python benchmarks/her_goal.py --seeds 0 1 2 --env_steps 20000
+    python -m benchmarks.her_goal --seeds 0 1 2 --env_steps 20000
 
 For every seed, ``alf/examples/sac_her_goal_conf.py`` trains twice in fresh
 subprocesses (``--worker``): with HER (``use_her=True``, her_proportion 0.8) and
@@ -8,7 +8,7 @@ without (``use_her=False``), everything else equal. The worker runs the same
 training iterations as ``PolicyTrainer`` (``algorithm.train_iter()`` until
 ``env_steps``) and every ``--eval_every`` env steps plays ``--eval_episodes``
 episodes with the deterministic policy on 10 separate envs (fixed seed;
-``variant_runs.py``); the success rate is the evaluation's
+``harness/variants.py``); the success rate is the evaluation's
 ``AverageEnvInfo/is_success``, the mean of ``env_info['is_success']`` at the
 episodes' last steps (the gymnasium-robotics convention). Results go to
 ``benchmarks/results/her_goal.json``; the markdown summary printed at the end is what
@@ -21,12 +21,11 @@ import argparse
 import os
 import statistics
 
-from variant_runs import run_variants, train_and_evaluate, write_json
+from benchmarks.harness.report import RESULTS_DIR, write_json
+from benchmarks.harness.variants import run_variants, train_and_evaluate
 
-BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
-REPO_DIR = os.path.dirname(BENCH_DIR)
-CONF = os.path.join(REPO_DIR, "alf", "examples", "sac_her_goal_conf.py")
-RESULTS_JSON = os.path.join(BENCH_DIR, "results", "her_goal.json")
+CONF = "alf/examples/sac_her_goal_conf.py"
+RESULTS_JSON = os.path.join(RESULTS_DIR, "her_goal.json")
 
 
 def worker(seed: int, use_her: bool, env_steps: int, eval_every: int, episodes: int, out: str):
@@ -102,7 +101,7 @@ def main() -> None:
         ]
 
     runs = run_variants(
-        __file__, args.seeds, args.variants, worker_args, args.json_path, args.env_steps
+        __name__, args.seeds, args.variants, worker_args, args.json_path, args.env_steps
     )
     print(summary(runs, args.env_steps))
 

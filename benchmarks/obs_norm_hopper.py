@@ -1,12 +1,12 @@
 """PPO on Hopper-v5 with and without ``ObservationNormalizer``: eval return, same budget.
 
-    python benchmarks/obs_norm_hopper.py --seeds 0 1 2 --env_steps 100000
+    python -m benchmarks.obs_norm_hopper --seeds 0 1 2 --env_steps 100000
 
 For every seed, ``benchmarks/confs/ppo_hopper_obs_norm_conf.py`` trains in fresh
 subprocesses (``--worker``) once per variant: ``obs_norm`` (``obs_norm=True``),
 ``raw`` (``obs_norm=False``) and, when listed in ``--variants``, ``obs_norm_prenorm``
 (``obs_norm=True`` plus ``--prenorm_steps`` prenormalization steps, which count in
-the budget). The worker (``variant_runs.py``) runs ``algorithm.train_iter()`` (what
+the budget). The worker (``harness/variants.py``) runs ``algorithm.train_iter()`` (what
 ``PolicyTrainer`` runs, without summaries and checkpoints) until ``env_steps`` and
 every ``--eval_every`` steps and at the end evaluates 10 deterministic episodes
 with ``Evaluator`` on 10 separate envs (fixed seed; raw rewards). Results go to
@@ -20,11 +20,11 @@ import argparse
 import os
 import statistics
 
-from variant_runs import run_variants, train_and_evaluate, write_json
+from benchmarks.harness.report import RESULTS_DIR, write_json
+from benchmarks.harness.variants import run_variants, train_and_evaluate
 
-BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
-CONF = os.path.join(BENCH_DIR, "confs", "ppo_hopper_obs_norm_conf.py")
-RESULTS_JSON = os.path.join(BENCH_DIR, "results", "obs_norm_hopper.json")
+CONF = "benchmarks/confs/ppo_hopper_obs_norm_conf.py"
+RESULTS_JSON = os.path.join(RESULTS_DIR, "obs_norm_hopper.json")
 VARIANTS = {
     "raw": ["obs_norm=False"],
     "obs_norm": ["obs_norm=True"],
@@ -110,7 +110,7 @@ def main() -> None:
         ]
 
     runs = run_variants(
-        __file__, args.seeds, args.variants, worker_args, args.json_path, args.env_steps
+        __name__, args.seeds, args.variants, worker_args, args.json_path, args.env_steps
     )
     print(summary(runs))
 

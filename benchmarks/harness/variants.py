@@ -1,5 +1,5 @@
-"""The train-and-evaluate loop and the seed × variant driver shared by the variant
-benchmarks (``her_goal.py``, ``obs_norm_hopper.py``).
+"""The train-and-evaluate loop and the seed × variant driver of the variant benchmarks
+(``her_goal``, ``obs_norm_hopper``).
 
 A worker trains one run in its own process: it builds the conf's algorithm like
 ``PolicyTrainer`` (``create_algorithm``), calls ``algorithm.train_iter()`` until
@@ -14,14 +14,11 @@ run.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 
-REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchmarks.harness import report, runner
+
 NUM_EVAL_ENVS = 10
 EVAL_SEED = 123
 
@@ -87,20 +84,15 @@ def train_and_evaluate(
     return dict(env_steps=steps, curve=curve, wall_s=time.time() - start, eval_s=eval_time)
 
 
-def write_json(path: str, result: dict) -> None:
-    with open(path, "w") as f:
-        json.dump(result, f, indent=1)
-
-
 def run_variants(
-    script: str,
+    module: str,
     seeds: list[int],
     variants: list[str],
     worker_args: Callable[[int, str], list[str]],
     json_path: str,
     env_steps: int,
 ) -> list[dict]:
-    """For each seed and variant run ``script --worker ... --out FILE`` in a fresh process.
+    """For each seed and variant run ``python -m module --worker ... --out FILE`` afresh.
 
     Args:
         worker_args: ``(seed, variant) -> argv`` for ``script`` (``--out`` is added).
@@ -109,17 +101,12 @@ def run_variants(
         The workers' results, also saved to ``json_path`` after each run.
     """
     runs = []
-    os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)
-    # This checkout's alf in the workers, whatever an editable install points to.
-    path = os.pathsep.join(p for p in (REPO_DIR, os.environ.get("PYTHONPATH")) if p)
-    env = dict(os.environ, PYTHONPATH=path)
-    name = os.path.splitext(os.path.basename(script))[0]
+    name = module.rsplit(".", 1)[-1]
     for seed in seeds:
         for variant in variants:
             out = f"/tmp/{name}_{seed}_{variant}.json"
-            cmd = [sys.executable, script, *worker_args(seed, variant), "--out", out]
-            subprocess.run(cmd, check=True, env=env)
-            with open(out) as f:
-                runs.append(json.load(f))
-            write_json(json_path, dict(env_steps=env_steps, runs=runs))
+            cmd = runner.module_cmd(module, *worker_args(seed, variant), "--out", out)
+            runner.run(cmd, out + ".log")
+            runs.append(report.read_json(out))
+            report.write_json(json_path, dict(env_steps=env_steps, runs=runs))
     return runs
