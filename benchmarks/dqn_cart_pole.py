@@ -233,7 +233,9 @@ def main() -> None:
     for seed in [] if args.report_only else args.seeds:
         for fw in ("alf", "sb3"):
             out = os.path.join(args.work_dir, f"{fw}_{seed}.json")
-            cmd = runner.module_cmd(__name__, "--worker", fw, "--seed", seed, "--results_json", out)
+            cmd = runner.module_cmd(
+                "benchmarks.dqn_cart_pole", "--worker", fw, "--seed", seed, "--results_json", out
+            )
             runner.run(cmd + ["--max_env_steps", str(args.max_env_steps)], out + ".log")
             record["runs"].append(dict(report.read_json(out), framework=fw, seed=seed))
             record["load_end"] = runner.load_average()

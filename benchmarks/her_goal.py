@@ -101,7 +101,12 @@ def main() -> None:
         ]
 
     runs = run_variants(
-        __name__, args.seeds, args.variants, worker_args, args.json_path, args.env_steps
+        "benchmarks.her_goal",
+        args.seeds,
+        args.variants,
+        worker_args,
+        args.json_path,
+        args.env_steps,
     )
     print(summary(runs, args.env_steps))
 

@@ -22,12 +22,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 
-from benchmarks.harness import report, runner
-from benchmarks.harness.ppo import PpoTask, run_alf
+from benchmarks.harness import report, runner, tb
 
 NAME = "mirror_walker"
 CONF = "alf/examples/ppo_mirror_walker_conf.py"
@@ -44,6 +44,7 @@ def parse_args():
     parser.add_argument("--work_dir", default="/tmp/mirror_walker")
     parser.add_argument("--report_only", action="store_true", help="RESULTS.md from the JSON")
     parser.add_argument("--results_json", default=RESULTS_JSON)
+    parser.add_argument("--no_write", action="store_true", help="leave RESULTS.md alone")
     parser.add_argument("--measure", default=None, help=argparse.SUPPRESS)
     return parser.parse_args()
 
@@ -111,7 +112,9 @@ def measure(root_dir: str, num_episodes: int, seed: int) -> dict:
 
 
 def _measure_in_subprocess(root_dir: str, num_episodes: int, seed: int) -> dict:
-    cmd = runner.module_cmd(__name__, "--measure", root_dir, "--num_episodes", num_episodes)
+    cmd = runner.module_cmd(
+        "benchmarks.mirror_walker", "--measure", root_dir, "--num_episodes", num_episodes
+    )
     cmd += ["--seeds", str(seed)]
     env = runner.checkout_env()
     out = subprocess.run(cmd, cwd=runner.REPO_DIR, env=env, capture_output=True, text=True)
@@ -124,17 +127,21 @@ def _measure_in_subprocess(root_dir: str, num_episodes: int, seed: int) -> dict:
 
 
 def run_one(args, coeff: float, seed: int) -> dict:
-    work_dir = os.path.join(args.work_dir, f"coeff{coeff:g}")
-    os.makedirs(work_dir, exist_ok=True)
-    params = (
+    """Train with ``coeff`` through alf's CLI, then measure the final policy."""
+    os.makedirs(args.work_dir, exist_ok=True)
+    root_dir = os.path.join(args.work_dir, f"coeff{coeff:g}_seed{seed}")
+    shutil.rmtree(root_dir, ignore_errors=True)  # alf would resume an old run
+    params = [
         f"PPOLoss.mirror_loss_coeff={coeff}",
         f"TrainerConfig.eval_interval={args.eval_interval}",
+    ]
+    params.append(f"TrainerConfig.num_env_steps={args.num_env_steps}")
+    turns = runner.run(runner.alf_train_cmd(CONF, root_dir, seed, params), root_dir + ".log")
+    returns = tb.scalars(
+        os.path.join(root_dir, "eval"), "Metrics_vs_EnvironmentSteps/AverageReturn"
     )
-    task = PpoTask(NAME, CONF, {}, args.num_env_steps, (seed,), conf_params=params)
-    run = run_alf(task, seed, work_dir, 1, args.num_env_steps)
-    root_dir = os.path.join(work_dir, f"alf_seed{seed}")
-    run.update(mirror_loss_coeff=coeff, **_measure_in_subprocess(root_dir, args.num_episodes, seed))
-    return run
+    run = dict(seed=seed, mirror_loss_coeff=coeff, env_steps=returns[-1][0], wall_s=turns.wall_s)
+    return dict(run, **_measure_in_subprocess(root_dir, args.num_episodes, seed))
 
 
 def _row(run: dict) -> list:
@@ -196,7 +203,8 @@ def main() -> None:
             record["runs"].append(run_one(args, coeff, seed))
             record.update(end=runner.now(), load_end=runner.load_average())
             report.write_json(args.results_json, record)
-            report.write_block(NAME, markdown(record))
+            if not args.no_write:
+                report.write_block(NAME, markdown(record))
             print(json.dumps(_row(record["runs"][-1])), flush=True)
 
 

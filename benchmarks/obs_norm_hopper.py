@@ -110,7 +110,12 @@ def main() -> None:
         ]
 
     runs = run_variants(
-        __name__, args.seeds, args.variants, worker_args, args.json_path, args.env_steps
+        "benchmarks.obs_norm_hopper",
+        args.seeds,
+        args.variants,
+        worker_args,
+        args.json_path,
+        args.env_steps,
     )
     print(summary(runs))
 

@@ -1,48 +1,35 @@
-"""PPO on HalfCheetah-v5: alf vs Stable-Baselines3, same hyperparameters, alternating runs.
+"""PPO on HalfCheetah-v5: alf vs Stable-Baselines3, same hyperparameters.
 
-    python -m benchmarks.ppo_halfcheetah [--seeds 0 1 2] [--quick]
-    python -m benchmarks.ppo_halfcheetah --steady_iterations 6 --repeats 3
+    python -m benchmarks.ppo_halfcheetah [--seeds 0 1 2] [--env_steps 1024 --no_write]
+    python -m benchmarks.ppo_halfcheetah --steady 6 --repeats 3
     python -m benchmarks.ppo_halfcheetah --report_only
 
-alf trains ``benchmarks/confs/ppo_halfcheetah_bench_conf.py`` (its docstring lists every
-deviation from rl-baselines3-zoo's tuned entry, which it follows without VecNormalize),
-SB3 the same hyperparameters; 1 env, 200k env steps, both evaluate 10 deterministic
-episodes on 10 envs every 20,480 env steps and at the end. What is measured:
-``benchmarks/harness/ppo.py``.
+alf trains ``benchmarks/confs/ppo_halfcheetah_bench_conf.py`` (its docstring lists the
+deviations from rl-baselines3-zoo's tuned entry, which both follow without VecNormalize),
+SB3 the same hyperparameters: 1 env, 200k env steps, evaluation of 10 deterministic episodes
+every 20,480 env steps and at the end. What is measured: ``benchmarks/harness/vs_sb3.py``.
 """
 
-from benchmarks.harness.ppo import PpoTask, main
+from benchmarks.harness.vs_sb3 import Task, main
 
-SB3_PPO = {
-    "policy": "MlpPolicy",
-    "n_steps": 512,
-    "batch_size": 64,
-    "n_epochs": 20,
-    "gamma": 0.98,
-    "gae_lambda": 0.92,
-    "learning_rate": 2.0633e-05,
-    "clip_range": 0.1,
-    "ent_coef": 0.000401762,
-    "vf_coef": 0.58096,
-    "max_grad_norm": 0.8,
-    "policy_kwargs": {
-        "log_std_init": -2.0,
-        "ortho_init": False,
-        "activation_fn": "ReLU",
-        "net_arch": {"pi": [256, 256], "vf": [256, 256]},
-    },
-}
-TASK = PpoTask(
+SB3_PPO = dict(n_steps=512, batch_size=64, n_epochs=20, gamma=0.98, gae_lambda=0.92)
+SB3_PPO.update(learning_rate=2.0633e-05, clip_range=0.1, ent_coef=0.000401762)
+SB3_PPO.update(vf_coef=0.58096, max_grad_norm=0.8)
+SB3_PPO["policy_kwargs"] = dict(log_std_init=-2.0, ortho_init=False, activation_fn="ReLU")
+SB3_PPO["policy_kwargs"]["net_arch"] = dict(pi=[256, 256], vf=[256, 256])
+TASK = Task(
     name="ppo_halfcheetah",
+    algorithm="ppo",
+    env_name="HalfCheetah-v5",
     conf="benchmarks/confs/ppo_halfcheetah_bench_conf.py",
-    sb3_spec=dict(env_name="HalfCheetah-v5", num_envs=1, ppo=SB3_PPO, eval_every=40 * 512),
-    num_env_steps=200_000,
+    env_steps=200_000,
+    eval_every=40 * 512,
     seeds=(0, 1, 2),
+    sb3=SB3_PPO,
     conf_params=("TrainerConfig.eval_interval=40",),
     startup=False,
     update_stats=True,
 )
-TASK.sb3_spec.update(num_eval_episodes=10, num_eval_envs=10)
 
 if __name__ == "__main__":
     main(TASK, __doc__)

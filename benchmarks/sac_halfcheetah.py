@@ -1,29 +1,29 @@
 """SAC on HalfCheetah-v5: alf vs Stable-Baselines3, same hyperparameters.
 
     python -m benchmarks.sac_halfcheetah [--seeds 0 1 2] [--turn_s 5]
-    python -m benchmarks.sac_halfcheetah --steady_updates 1000 --repeats 5 [--with_sb3_ftz]
-    python -m benchmarks.sac_halfcheetah --report_only
+    python -m benchmarks.sac_halfcheetah --steady 1000 --repeats 5 [--with_sb3_ftz]
+    python -m benchmarks.sac_halfcheetah --report_only [--results_json results/..._steady.json]
 
 alf trains ``alf/examples/sac_halfcheetah_conf.py``, SB3 rl-baselines3-zoo's MuJoCo SAC entry
 (SB3 SAC defaults + ``learning_starts`` 10,000: lr 3e-4, batch 256, gamma 0.99, tau 0.005,
 replay 1e6, 256x256 ReLU actor and twin critics, entropy tuned from α = 1 towards -6),
-100,000 env steps; both evaluate 5 deterministic episodes every 10,000 env steps. The
-steady-state A/B lowers ``learning_starts`` to 1,000 for both to shorten the warm-up. What is
-measured: ``benchmarks/harness/sac.py``.
+100,000 env steps, 1 update per env step; both evaluate 5 deterministic episodes every
+10,000 env steps. The steady-state A/B lowers ``learning_starts`` to 1,000 for both.
 """
 
-from benchmarks.harness.sac import SB3_SAC_DEFAULTS, SacTask, main
+from benchmarks.harness.vs_sb3 import SB3_SAC_DEFAULTS, Task, main
 
-TASK = SacTask(
+TASK = Task(
     name="sac_halfcheetah",
+    algorithm="sac",
     env_name="HalfCheetah-v5",
     conf="alf/examples/sac_halfcheetah_conf.py",
     env_steps=100_000,
-    eval_interval=10_000,
+    eval_every=10_000,
+    seeds=(0, 1, 2),
+    sb3=dict(SB3_SAC_DEFAULTS, learning_starts=10_000),
     num_eval_episodes=5,
     learning_starts=10_000,
-    sb3_hyperparameters=dict(SB3_SAC_DEFAULTS, learning_starts=10_000),
-    seeds=(0, 1, 2),
     steady_starts=1_000,
 )
 

@@ -1,30 +1,30 @@
 """SAC on Pendulum-v1: alf vs Stable-Baselines3, same hyperparameters.
 
     python -m benchmarks.sac_pendulum [--seeds 0 1 2 3 4] [--turn_s 5]
-    python -m benchmarks.sac_pendulum --steady_updates 1000 --repeats 5 [--with_sb3_ftz]
-    python -m benchmarks.sac_pendulum --report_only
+    python -m benchmarks.sac_pendulum --steady 1000 --repeats 5 [--with_sb3_ftz]
+    python -m benchmarks.sac_pendulum --report_only [--results_json results/..._steady.json]
 
 alf trains ``alf/examples/sac_pendulum_conf.py``, SB3 rl-baselines3-zoo's Pendulum-v1 entry
 (SB3 SAC defaults + lr 1e-3: batch 256, gamma 0.99, tau 0.005, 256x256 ReLU actor and twin
-critics, entropy tuned from α = 1 towards -1, 100 steps before the first update), 20,000 env
-steps; both evaluate 10 deterministic episodes every 2,000 env steps. What is measured:
-``benchmarks/harness/sac.py``.
+critics, entropy tuned from α = 1 towards -1, 100 steps before the first update), 20,000
+env steps, 1 update per env step; both evaluate 10 deterministic episodes every 2,000 env
+steps. What is measured: ``benchmarks/harness/vs_sb3.py``.
 """
 
-from benchmarks.harness.sac import SB3_SAC_DEFAULTS, SacTask, main
+from benchmarks.harness.vs_sb3 import SB3_SAC_DEFAULTS, Task, main
 
-TASK = SacTask(
+TASK = Task(
     name="sac_pendulum",
+    algorithm="sac",
     env_name="Pendulum-v1",
     conf="alf/examples/sac_pendulum_conf.py",
     env_steps=20_000,
-    eval_interval=2_000,
-    num_eval_episodes=10,
-    learning_starts=100,
-    sb3_hyperparameters=dict(SB3_SAC_DEFAULTS, learning_rate=1e-3, learning_starts=100),
+    eval_every=2_000,
     seeds=(0, 1, 2, 3, 4),
-    steady_starts=100,
+    sb3=dict(SB3_SAC_DEFAULTS, learning_rate=1e-3, learning_starts=100),
     threshold=-200.0,
+    learning_starts=100,
+    steady_starts=100,
 )
 
 if __name__ == "__main__":
