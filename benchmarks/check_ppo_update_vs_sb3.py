@@ -26,21 +26,16 @@ from benchmarks.ppo_halfcheetah import SB3_PPO, TASK
 CONF = TASK.conf  # relative to the repository root, where this runs
 
 # SB3 policy parameter -> alf parameter (alf's Linear layers store weights as [out, in] too).
-PARAMETER_MAP = {
-    "mlp_extractor.policy_net.0.weight": "_actor_network._encoding_net._fc_layers.0.weight",
-    "mlp_extractor.policy_net.0.bias": "_actor_network._encoding_net._fc_layers.0.bias",
-    "mlp_extractor.policy_net.2.weight": "_actor_network._encoding_net._fc_layers.1.weight",
-    "mlp_extractor.policy_net.2.bias": "_actor_network._encoding_net._fc_layers.1.bias",
-    "action_net.weight": "_actor_network._projection_net._means_projection_layer.weight",
-    "action_net.bias": "_actor_network._projection_net._means_projection_layer.bias",
-    "log_std": "_actor_network._projection_net._std",
-    "mlp_extractor.value_net.0.weight": "_value_network._fc_layers.0.weight",
-    "mlp_extractor.value_net.0.bias": "_value_network._fc_layers.0.bias",
-    "mlp_extractor.value_net.2.weight": "_value_network._fc_layers.1.weight",
-    "mlp_extractor.value_net.2.bias": "_value_network._fc_layers.1.bias",
-    "value_net.weight": "_value_network._fc_layers.2.weight",
-    "value_net.bias": "_value_network._fc_layers.2.bias",
-}
+_ACTOR, _CRITIC = "_actor_network._encoding_net._fc_layers", "_value_network._fc_layers"
+_MEANS = "_actor_network._projection_net._means_projection_layer"
+PARAMETER_MAP = {"log_std": "_actor_network._projection_net._std"}
+for i, w in ((i, w) for i in (0, 1) for w in ("weight", "bias")):
+    PARAMETER_MAP[f"mlp_extractor.policy_net.{2 * i}.{w}"] = f"{_ACTOR}.{i}.{w}"
+    PARAMETER_MAP[f"mlp_extractor.value_net.{2 * i}.{w}"] = f"{_CRITIC}.{i}.{w}"
+    PARAMETER_MAP[f"{('action_net', 'value_net')[i]}.{w}"] = (f"{_MEANS}.{w}", f"{_CRITIC}.2.{w}")[
+        i
+    ]
+BUFFER = "observations actions rewards episode_starts log_probs values advantages returns"
 
 
 def sb3_update(seed: int, steps: int) -> dict:
@@ -53,14 +48,8 @@ def sb3_update(seed: int, steps: int) -> dict:
     kwargs.pop("policy", None)
     policy_kwargs = dict(kwargs.pop("policy_kwargs"))
     policy_kwargs["activation_fn"] = getattr(torch.nn, policy_kwargs["activation_fn"])
-    model = PPO(
-        "MlpPolicy",
-        gym.make("HalfCheetah-v5"),
-        seed=seed,
-        device="cpu",
-        policy_kwargs=policy_kwargs,
-        **kwargs,
-    )
+    env = gym.make("HalfCheetah-v5")
+    model = PPO("MlpPolicy", env, seed=seed, device="cpu", policy_kwargs=policy_kwargs, **kwargs)
     captured = {}
     optimizer = model.policy.optimizer
     original_step = optimizer.step
@@ -77,16 +66,7 @@ def sb3_update(seed: int, steps: int) -> dict:
         buf = model.rollout_buffer
         captured["buffer"] = {
             name: torch.as_tensor(np.asarray(getattr(buf, name)).reshape(steps, -1)).float()
-            for name in (
-                "observations",
-                "actions",
-                "rewards",
-                "episode_starts",
-                "log_probs",
-                "values",
-                "advantages",
-                "returns",
-            )
+            for name in BUFFER.split()
         }
         original_train()
 
@@ -106,15 +86,12 @@ def alf_update(captured: dict) -> tuple[dict, object]:
     from alf.utils.common import parse_conf_file
 
     steps = captured["buffer"]["observations"].shape[0]
-    parse_conf_file(
-        CONF,
-        [
-            "TrainerConfig.root_dir='/tmp/check_ppo_update'",
-            f"TrainerConfig.mini_batch_size={steps}",
-            "TrainerConfig.num_updates_per_train_iter=1",
-        ],
-        [],
-    )
+    params = ["TrainerConfig.root_dir='/tmp/check_ppo_update'"]
+    params += [
+        f"TrainerConfig.mini_batch_size={steps}",
+        "TrainerConfig.num_updates_per_train_iter=1",
+    ]
+    parse_conf_file(CONF, params, [])
     env = create_environment()
     try:
         alg = create_algorithm(TrainerConfig(), env)

@@ -1,19 +1,16 @@
-"""The train-and-evaluate loop and the seed × variant driver of the variant benchmarks
-(``her_goal``, ``obs_norm_hopper``).
+"""Variants of one conf, seed by seed (``her_goal``, ``obs_norm_hopper``).
 
-A worker trains one run in its own process: it builds the conf's algorithm like
-``PolicyTrainer`` (``create_algorithm``), calls ``algorithm.train_iter()`` until
-``env_steps`` (no summaries, no checkpoints) and every ``eval_every`` env steps, and
-at the end, evaluates the deterministic policy with ``Evaluator`` on 10 separate envs
-reseeded to 123 before each evaluation. Evaluation time is measured and reported
-apart. The driver runs one fresh subprocess per (seed, variant), importing this
-checkout's alf (``PYTHONPATH``), and saves every
-finished run to the results JSON at once, so an interrupted run loses only its last
-run.
+A worker trains one (seed, variant) in a fresh process: the conf's algorithm built like
+``PolicyTrainer`` builds it (``create_algorithm``), ``train_iter()`` until ``env_steps``
+(no summaries, no checkpoints), and every ``eval_every`` env steps and at the end the
+deterministic policy is evaluated with ``Evaluator`` on 10 separate envs reseeded to 123
+(evaluation time measured apart). Every finished run is saved to the JSON at once.
 """
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import time
 from collections.abc import Callable
 
@@ -84,29 +81,59 @@ def train_and_evaluate(
     return dict(env_steps=steps, curve=curve, wall_s=time.time() - start, eval_s=eval_time)
 
 
-def run_variants(
-    module: str,
-    seeds: list[int],
-    variants: list[str],
-    worker_args: Callable[[int, str], list[str]],
-    json_path: str,
-    env_steps: int,
-) -> list[dict]:
-    """For each seed and variant run ``python -m module --worker ... --out FILE`` afresh.
+@dataclasses.dataclass(frozen=True)
+class VariantTask:
+    """A conf, its variants (``--conf_param``s each) and how to measure and summarize them.
 
-    Args:
-        worker_args: ``(seed, variant) -> argv`` for ``script`` (``--out`` is added).
-
-    Returns:
-        The workers' results, also saved to ``json_path`` after each run.
+    ``measure(metrics) -> tuple`` picks the numbers of an evaluation; ``summary(runs,
+    env_steps) -> str`` prints the table; ``prenormalize``: variants that first run
+    ``algorithm.prenormalize`` for ``--prenorm_steps`` (counted in the budget).
     """
+
+    name: str
+    conf: str
+    variants: dict
+    measure: Callable
+    summary: Callable
+    env_steps: int
+    eval_every: int
+    eval_episodes: int
+    default_variants: tuple[str, ...]
+    prenormalize: tuple[str, ...] = ()
+
+
+def main(task: VariantTask, doc: str) -> None:
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--env_steps", type=int, default=task.env_steps)
+    parser.add_argument("--eval_every", type=int, default=task.eval_every)
+    parser.add_argument("--eval_episodes", type=int, default=task.eval_episodes)
+    parser.add_argument("--prenorm_steps", type=int, default=2048)
+    parser.add_argument("--variants", nargs="+", default=list(task.default_variants))
+    parser.add_argument("--json_path", default=f"{report.RESULTS_DIR}/{task.name}.json")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    budget = [args.env_steps, args.eval_every, args.eval_episodes]
+    if args.worker:
+        prenormalize = args.worker in task.prenormalize
+        params = list(task.variants[args.worker])
+        params += [f"prenormalization_steps={args.prenorm_steps}"] * prenormalize
+        seed = args.seeds[0]
+        run = train_and_evaluate(
+            task.conf, params, seed, *budget, task.measure, args.worker, prenormalize
+        )
+        report.write_json(args.out, dict(run, seed=seed, variant=args.worker))
+        return
     runs = []
-    name = module.rsplit(".", 1)[-1]
-    for seed in seeds:
-        for variant in variants:
-            out = f"/tmp/{name}_{seed}_{variant}.json"
-            cmd = runner.module_cmd(module, *worker_args(seed, variant), "--out", out)
+    for seed in args.seeds:
+        for variant in args.variants:
+            out = f"/tmp/{task.name}_{seed}_{variant}.json"
+            flags = ["--env_steps", "--eval_every", "--eval_episodes", "--prenorm_steps"]
+            values = [*budget, args.prenorm_steps]
+            cmd = runner.module_cmd(f"benchmarks.{task.name}", "--worker", variant, "--seeds", seed)
+            cmd += [str(x) for pair in zip(flags, values) for x in pair] + ["--out", out]
             runner.run(cmd, out + ".log")
             runs.append(report.read_json(out))
-            report.write_json(json_path, dict(env_steps=env_steps, runs=runs))
-    return runs
+            report.write_json(args.json_path, dict(env_steps=args.env_steps, runs=runs))
+    print(task.summary(runs, args.env_steps))
