@@ -156,51 +156,38 @@ def tables(runs: list[dict]) -> str:
     fmt, t = (lambda v, d=0: report.fmt(v, d, none="—")), f"{THRESHOLD:g}"
     rows = []
     for r in runs:
-        train_s = r["wall_s"] - r["eval_s"]
-        best = max(e["return"] for e in r["evals"]) if r["evals"] else None
+        train_s, best = (
+            r["wall_s"] - r["eval_s"],
+            max((e["return"] for e in r["evals"]), default=None),
+        )
+        row = [
+            r["framework"],
+            r["seed"],
+            fmt(r["steps_to_threshold"]),
+            fmt(r["train_s_to_threshold"], 1),
+        ]
         rows.append(
-            [
-                r["framework"],
-                r["seed"],
-                fmt(r["steps_to_threshold"]),
-                fmt(r["train_s_to_threshold"], 1),
-                fmt(r["env_steps"]),
-                fmt(train_s, 1),
-                fmt(r["env_steps"] / max(train_s, 1e-9)),
-                fmt(best, 1),
-            ]
+            row
+            + [fmt(r["env_steps"]), fmt(train_s, 1), fmt(r["env_steps"] / train_s), fmt(best, 1)]
         )
     summary = []
     for fw in ("alf", "sb3"):
         mine = [r for r in runs if r["framework"] == fw]
         steps = [r["steps_to_threshold"] for r in mine]
         med = report.median([math.inf if s is None else s for s in steps])
+        row = [
+            fw,
+            f"{sum(s is not None for s in steps)}/{len(mine)}",
+            "> budget" if med == math.inf else fmt(med),
+        ]
+        row.append(fmt(report.median(r["train_s_to_threshold"] for r in mine), 1))
         summary.append(
-            [
-                fw,
-                f"{sum(s is not None for s in steps)}/{len(mine)}",
-                "> budget" if med == math.inf else fmt(med),
-                fmt(report.median(r["train_s_to_threshold"] for r in mine), 1),
-                fmt(report.median(r["env_steps"] / (r["wall_s"] - r["eval_s"]) for r in mine)),
-            ]
+            row + [fmt(report.median(r["env_steps"] / (r["wall_s"] - r["eval_s"]) for r in mine))]
         )
-    header = [
-        "framework",
-        "seed",
-        f"steps to ≥{t}",
-        f"train s to ≥{t}",
-        "env steps run",
-        "train s",
-        "env steps/s (train)",
-        "best eval",
-    ]
-    summary_header = [
-        "framework",
-        f"seeds reaching ≥{t}",
-        f"median steps to ≥{t} (unreached = ∞)",
-        f"median train s to ≥{t} (reached runs)",
-        "median env steps/s",
-    ]
+    header = ["framework", "seed", f"steps to ≥{t}", f"train s to ≥{t}", "env steps run", "train s"]
+    header += ["env steps/s (train)", "best eval"]
+    summary_header = ["framework", f"seeds reaching ≥{t}", f"median steps to ≥{t} (unreached = ∞)"]
+    summary_header += [f"median train s to ≥{t} (reached runs)", "median env steps/s"]
     return f"{report.table(header, rows)}\n\n{report.table(summary_header, summary)}"
 
 
@@ -223,27 +210,19 @@ def main() -> None:
     record = report.read_json(args.results_json) if args.report_only else None
     if record is None:
         command = "python -m benchmarks.dqn_cart_pole " + " ".join(sys.argv[1:])
-        record = dict(
-            command=command,
-            machine=runner.machine_info(),
-            max_env_steps=args.max_env_steps,
-            runs=[],
-        )
+        record = dict(command=command, machine=runner.machine_info(), runs=[])
+        record["max_env_steps"] = args.max_env_steps
         os.makedirs(args.work_dir, exist_ok=True)
     for seed in [] if args.report_only else args.seeds:
         for fw in ("alf", "sb3"):
             out = os.path.join(args.work_dir, f"{fw}_{seed}.json")
-            cmd = runner.module_cmd(
-                "benchmarks.dqn_cart_pole", "--worker", fw, "--seed", seed, "--results_json", out
-            )
-            runner.run(cmd + ["--max_env_steps", str(args.max_env_steps)], out + ".log")
+            cmd = runner.module_cmd("benchmarks.dqn_cart_pole", "--worker", fw, "--seed", seed)
+            cmd += ["--results_json", out, "--max_env_steps", str(args.max_env_steps)]
+            runner.run(cmd, out + ".log")
             record["runs"].append(dict(report.read_json(out), framework=fw, seed=seed))
             record["load_end"] = runner.load_average()
             report.write_json(args.results_json, record)
-            print(
-                json.dumps({k: v for k, v in record["runs"][-1].items() if k != "evals"}),
-                flush=True,
-            )
+            print(json.dumps({k: v for k, v in record["runs"][-1].items() if k != "evals"}))
     if not args.no_write:
         report.write_block(block, tables(record["runs"]))
     print(tables(record["runs"]))

@@ -2,17 +2,13 @@
 
     python -m benchmarks.mirror_walker [--seeds 0 1] [--num_env_steps 100000] [--report_only]
 
-Trains ``alf/examples/ppo_mirror_walker_conf.py`` through the CLI in a fresh
-subprocess per run, with ``PPOLoss.mirror_loss_coeff`` = 1 (the conf's) and 0, same
-seed and env-step budget, one torch thread, sequentially. Then, for each final
-checkpoint, it plays ``--num_episodes`` deterministic episodes (seeds 1000, 1001, ...)
-and measures
-
-* the eval return (mean over the episodes), and
-* the symmetry error: the mean over every state ``s`` visited in those episodes of
-  ``|| mu(s) - Psi_a(mu(Psi_o(s))) ||_2`` (``mu``: the deterministic action; ``Psi``:
-  ``alf.environments.mirrors.WALKER2D_V5_MIRROR``), plus the same for a freshly
-  initialized (untrained) policy on the same states, for scale.
+Trains ``alf/examples/ppo_mirror_walker_conf.py`` through the CLI, one run after the other,
+with ``PPOLoss.mirror_loss_coeff`` 1 (the conf's) and 0, same seeds and budget. Each final
+policy plays ``--num_episodes`` deterministic episodes (env seeds 1000, 1001, ...): the eval
+return, and the symmetry error, the mean over the visited states ``s`` of ``||mu(s) -
+Psi_a(mu(Psi_o(s)))||_2`` (``mu``: the deterministic action; ``Psi``:
+``alf.environments.mirrors.WALKER2D_V5_MIRROR``), also of a freshly initialized policy on the
+same states, for scale.
 
 Results: ``benchmarks/results/mirror_walker.json`` and its block of RESULTS.md.
 """
@@ -24,7 +20,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 
 from benchmarks.harness import report, runner, tb
@@ -46,6 +41,7 @@ def parse_args():
     parser.add_argument("--results_json", default=RESULTS_JSON)
     parser.add_argument("--no_write", action="store_true", help="leave RESULTS.md alone")
     parser.add_argument("--measure", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--out", default=None, help=argparse.SUPPRESS)
     return parser.parse_args()
 
 
@@ -112,15 +108,10 @@ def measure(root_dir: str, num_episodes: int, seed: int) -> dict:
 
 
 def _measure_in_subprocess(root_dir: str, num_episodes: int, seed: int) -> dict:
-    cmd = runner.module_cmd(
-        "benchmarks.mirror_walker", "--measure", root_dir, "--num_episodes", num_episodes
-    )
-    cmd += ["--seeds", str(seed)]
-    env = runner.checkout_env()
-    out = subprocess.run(cmd, cwd=runner.REPO_DIR, env=env, capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RuntimeError(f"measuring {root_dir} failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    out = root_dir + ".measure.json"
+    cmd = runner.module_cmd("benchmarks.mirror_walker", "--measure", root_dir, "--out", out)
+    runner.run(cmd + ["--num_episodes", str(num_episodes), "--seeds", str(seed)], out + ".log")
+    return report.read_json(out)
 
 
 # -- the benchmark -----------------------------------------------------------------------
@@ -190,7 +181,7 @@ def markdown(record: dict) -> str:
 def main() -> None:
     args = parse_args()
     if args.measure:
-        print(json.dumps(measure(args.measure, args.num_episodes, args.seeds[0])))
+        report.write_json(args.out, measure(args.measure, args.num_episodes, args.seeds[0]))
         return
     if args.report_only:
         report.write_block(NAME, markdown(report.read_json(args.results_json)))

@@ -219,23 +219,15 @@ def columns(task: Task) -> list[tuple]:
                 (f"time to ≥{t} s", "time_to_threshold_s"),
             ]
         return cols + [("final eval return", "final_return"), ("best eval return", "best_return")]
-    cols = [
-        ("wall s", "wall_s"),
-        ("eval s", "eval_s"),
-        ("wall − eval s", "train_s"),
-        ("updates", "updates"),
-    ]
+    cols = [("wall s", "wall_s"), ("eval s", "eval_s"), ("wall − eval s", "train_s")]
+    cols += [("updates", "updates")]
     cols += [("updates/s", "updates_per_sec"), ("steady updates/s", "steady_updates_per_sec")]
     cols += [("updates / CPU s", "updates_per_cpu_sec"), ("final eval return", "final_return")]
     if t is None:
-        return cols + [
-            ("CPU s", "cpu_s"),
-            ("best eval return", "best_return"),
-            ("load avg (1 min) start → end", _load),
-        ]
-    reached = lambda r: "yes" if r["steps_to_threshold"] else "no"  # noqa: E731
+        cols += [("CPU s", "cpu_s"), ("best eval return", "best_return")]
+        return cols + [("load avg (1 min) start → end", _load)]
+    cols += [(f"≥ {t} reached", lambda r: "yes" if r["steps_to_threshold"] else "no")]
     return cols + [
-        (f"≥ {t} reached", reached),
         (f"env steps to ≥ {t}", "steps_to_threshold"),
         (f"time to ≥ {t} s", "time_to_threshold_s"),
     ]
@@ -244,35 +236,24 @@ def columns(task: Task) -> list[tuple]:
 def medians_rows(task: Task) -> list[tuple[str, str]]:
     """``(label, key)`` of the medians table (SAC: the keys themselves)."""
     if task.algorithm == "sac":
-        keys = [
-            "wall_s",
-            "train_s",
-            "updates_per_sec",
-            "steady_updates_per_sec",
-            "updates_per_cpu_sec",
-            "final_return",
-        ]
-        keys += (
-            ["best_return", "cpu_s"]
-            if task.threshold is None
-            else ["steps_to_threshold", "time_to_threshold_s"]
+        keys = (
+            "wall_s train_s updates_per_sec steady_updates_per_sec updates_per_cpu_sec final_return"
         )
-        return [(k, k) for k in keys]
+        keys += (
+            " best_return cpu_s"
+            if task.threshold is None
+            else " steps_to_threshold time_to_threshold_s"
+        )
+        return [(k, k) for k in keys.split()]
     t = None if task.threshold is None else f"{task.threshold:g}"
-    rows = [
-        ("wall time s", "wall_s"),
-        ("wall − eval s", "train_s"),
-        ("steps/s (wall − eval)", "steps_per_sec"),
-    ]
+    rows = [("wall time s", "wall_s"), ("wall − eval s", "train_s")]
+    rows += [("steps/s (wall − eval)", "steps_per_sec")]
     rows += [("steady steps/s (between evals)", "steady_steps_per_sec")]
-    rows += [("start-up s (est.)", "startup_s")] * task.startup + [
-        ("own per-iteration steps/s", "loop_steps_per_sec")
-    ]
+    rows += [("start-up s (est.)", "startup_s")] * task.startup
+    rows += [("own per-iteration steps/s", "loop_steps_per_sec")]
     if t:
-        rows += [
-            (f"env steps to eval ≥{t}", "steps_to_threshold"),
-            (f"wall − eval s to eval ≥{t}", "time_to_threshold_s"),
-        ]
+        rows += [(f"env steps to eval ≥{t}", "steps_to_threshold")]
+        rows += [(f"wall − eval s to eval ≥{t}", "time_to_threshold_s")]
     return rows + [("final eval return", "final_return")]
 
 
@@ -294,15 +275,9 @@ def markdown(task: Task, runs: list[dict]) -> str:
         for fw in FRAMEWORKS
         for _, k in medians_rows(task)
     }
-    rows = [
-        [
-            label,
-            fmt(med["alf", k]),
-            fmt(med["sb3", k]),
-            fmt(report.ratio(med["alf", k], med["sb3", k]), 2),
-        ]
-        for label, k in medians_rows(task)
-    ]
+    rows = [[label, fmt(med["alf", k]), fmt(med["sb3", k])] for label, k in medians_rows(task)]
+    for row, (_, k) in zip(rows, medians_rows(task)):
+        row.append(fmt(report.ratio(med["alf", k], med["sb3", k]), 2))
     reached = {
         fw: sum(1 for r in by_fw[fw] if r["steps_to_threshold"] is not None) for fw in FRAMEWORKS
     }
@@ -357,17 +332,13 @@ Eval AverageReturn by env steps:
 
 {report.table(["env steps"] + [f"{r['framework']} s{r['seed']}" for r in runs], curve)}"""
     if task.update_stats:
-        stats = [
-            [
-                r["framework"],
-                r["seed"],
-                r["update_stats"]["iterations"],
-                fmt(r["update_stats"]["approx_kl"], 4),
-                fmt(r["update_stats"]["clip_fraction"], 3),
-            ]
-            for r in runs
-        ]
-        header = ["framework", "seed", "iterations", "approx KL (median)", "clip fraction (median)"]
+        stats = [(r, r["update_stats"]) for r in runs]
+        stats = [[r["framework"], r["seed"], u["iterations"]] for r, u in stats]
+        for row, r in zip(stats, runs):
+            u = r["update_stats"]
+            row += [fmt(u["approx_kl"], 4), fmt(u["clip_fraction"], 3)]
+        header = ["framework", "seed", "iterations"]
+        header += ["approx KL (median)", "clip fraction (median)"]
         text += f"\n\nPPO update diagnostics:\n\n{report.table(header, stats)}"
     return text
 
@@ -382,29 +353,12 @@ def steady_markdown(task: Task, speeds: list[dict]) -> str:
             med[fw, k] = report.median(r[k] / r["env_steps"] for r in mine)
             rate[fw, k] = report.median(r["env_steps"] / r[k] for r in mine)
     if task.algorithm == "ppo":
-        header = [
-            "run",
-            "framework",
-            "env steps",
-            "wall s",
-            "CPU s",
-            "steps/s (wall)",
-            "steps per CPU s",
-            "load",
-        ]
-        rows = [
-            [
-                i,
-                r["framework"],
-                fmt(r["env_steps"]),
-                f"{r['wall_s']:.2f}",
-                f"{r['cpu_s']:.2f}",
-                fmt(r["env_steps"] / r["wall_s"], 0),
-                fmt(r["env_steps"] / r["cpu_s"], 0),
-                r["load_end"],
-            ]
-            for i, r in enumerate(speeds, 1)
-        ]
+        header = ["run", "framework", "env steps", "wall s", "CPU s", "steps/s (wall)"]
+        header += ["steps per CPU s", "load"]
+        rows = [[i, r["framework"], fmt(r["env_steps"])] for i, r in enumerate(speeds, 1)]
+        for row, r in zip(rows, speeds):
+            row += [f"{r['wall_s']:.2f}", f"{r['cpu_s']:.2f}", fmt(r["env_steps"] / r["wall_s"], 0)]
+            row += [fmt(r["env_steps"] / r["cpu_s"], 0), r["load_end"]]
         return f"""{report.table(header, rows)}
 
 Medians: steps per CPU second alf {rate["alf", "cpu_s"]:.0f}, SB3 {rate["sb3", "cpu_s"]:.0f} \
