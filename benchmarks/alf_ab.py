@@ -24,7 +24,7 @@ from benchmarks.harness import report, runner, steady
 
 #: task -> (conf, warm-up iterations, timed iterations, conf params)
 TASKS = {
-    "ppo_cartpole": ("alf/examples/ppo_cart_pole_conf.py", 2, 40, []),
+    "ppo_cartpole": ("alf/examples/ppo_cart_pole_conf.py", 2, 100, []),
     "sac_pendulum": ("alf/examples/sac_pendulum_conf.py", 300, 1000, []),
 }
 CHECKOUTS = ("base", "current")

@@ -87,38 +87,22 @@ def now() -> str:
 
 
 def git_commit(checkout: str = REPO_DIR) -> str:
-    """The checkout's commit, marked when its tree has uncommitted changes."""
-
-    def git(*args):
-        out = subprocess.run(["git", *args], cwd=checkout, capture_output=True, text=True)
-        return out.stdout.strip()
-
-    return (git("rev-parse", "--short", "HEAD") or "unknown") + (
-        " + uncommitted changes" if git("status", "--porcelain", "--", "alf") else ""
-    )
-
-
-def cpu_model() -> str:
-    """The CPU's model name."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(line.split(":", 1)[1].strip() for line in f if "model name" in line)
-    except (OSError, StopIteration):
-        return platform.processor()
+    """The checkout's commit, marked when its ``alf/`` has uncommitted changes."""
+    git = ["git", "-C", checkout]
+    commit = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    changed = subprocess.run(git + ["status", "--porcelain", "--", "alf"], capture_output=True)
+    return commit.stdout.strip() + (" + uncommitted changes" if changed.stdout.strip() else "")
 
 
 def machine_info() -> dict:
     """Date, CPU, cores, load and the versions that matter, for a results file."""
     import gymnasium
+    import stable_baselines3
     import torch
 
-    info = dict(date=now(), cpu=cpu_model(), nproc=os.cpu_count(), load_start=load_average())
-    info.update(python=platform.python_version(), alf=git_commit(), torch=torch.__version__)
-    info.update(gymnasium=gymnasium.__version__)
-    try:
-        import stable_baselines3
-
-        info["stable_baselines3"] = stable_baselines3.__version__
-    except ImportError:
-        pass
-    return info
+    with open("/proc/cpuinfo") as f:
+        cpu = next((line.split(":", 1)[1].strip() for line in f if "model name" in line), "")
+    info = dict(date=now(), cpu=cpu or platform.processor(), nproc=os.cpu_count())
+    info.update(load_start=load_average(), python=platform.python_version(), alf=git_commit())
+    info.update(torch=torch.__version__, gymnasium=gymnasium.__version__)
+    return dict(info, stable_baselines3=stable_baselines3.__version__)
