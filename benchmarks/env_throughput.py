@@ -42,10 +42,7 @@ class Config:
         self.rates = []
 
     def reset(self):
-        if self.is_alf:
-            self.env.reset()
-        else:
-            self.env.reset(seed=0)
+        self.env.reset() if self.is_alf else self.env.reset(seed=0)
 
     def run(self, actions) -> float:
         """Env steps per second over ``actions`` (``[T, num_envs]``)."""
@@ -78,32 +75,21 @@ def _thread():
 
 def build_configs(sizes) -> list[Config]:
     """All configurations, environments started."""
-    configs = []
+    configs, top = [], max(sizes)
+
+    def add(name, num_envs, make, is_alf=True):
+        configs.append(Config(name, num_envs, make, is_alf))
+
     for n in sizes:
-        configs.append(
-            Config("gymnasium SyncVectorEnv", n, _gym_vector(gym.vector.SyncVectorEnv, n), False)
-        )
-        configs.append(
-            Config("gymnasium AsyncVectorEnv", n, _gym_vector(gym.vector.AsyncVectorEnv, n), False)
-        )
-        configs.append(Config("alf ParallelAlfEnvironment, 1 env/process", n, _alf(n), True))
-    top = max(sizes)
+        add("gymnasium SyncVectorEnv", n, _gym_vector(gym.vector.SyncVectorEnv, n), False)
+        add("gymnasium AsyncVectorEnv", n, _gym_vector(gym.vector.AsyncVectorEnv, n), False)
+        add("alf ParallelAlfEnvironment, 1 env/process", n, _alf(n))
     for per_env in (top // 2, top):
-        processes = top // per_env
-        name = f"alf ParallelAlfEnvironment, {processes}x{per_env} (batch_size_per_env={per_env})"
-        configs.append(Config(name, top, _alf(top, batch_size_per_env=per_env), True))
-    configs.append(
-        Config(
-            "alf nonparallel (in-process BatchedEnvironment)",
-            top,
-            _alf(top, nonparallel=True),
-            True,
-        )
-    )
-    configs.append(
-        Config("alf nonparallel, member path (fuse_gym_steps=False)", top, _members(top), True)
-    )
-    configs.append(Config("alf ThreadEnvironment", 1, _thread, True))
+        name = f"{top // per_env}x{per_env} (batch_size_per_env={per_env})"
+        add(f"alf ParallelAlfEnvironment, {name}", top, _alf(top, batch_size_per_env=per_env))
+    add("alf nonparallel (in-process BatchedEnvironment)", top, _alf(top, nonparallel=True))
+    add("alf nonparallel, member path (fuse_gym_steps=False)", top, _members(top))
+    add("alf ThreadEnvironment", 1, _thread)
     return configs
 
 

@@ -1,17 +1,15 @@
-"""alf against Stable-Baselines3 with the same hyperparameters (PPO and SAC tasks).
+"""alf against Stable-Baselines3 with the same hyperparameters (the PPO and SAC tasks).
 
-For every seed alf (its training CLI on the task's conf) and SB3 (``harness/sb3.py``) train
-in fresh processes, one torch thread each, one after the other or (``--turn_s S``) at the
-same time taking turns of ``S`` seconds on one core (``interleave.py``); times are then each
-process's running time. Both evaluate the deterministic policy on separate envs at the same
-env steps; evaluation is timed and left out of the rates. Per run: ``wall_s``, ``eval_s``,
-``train_s = wall_s - eval_s``, ``cpu_s``, the eval curve ``[env_steps, return,
-train_time_s]``, final and best return, the first eval reaching the task's threshold, and
-rates of the task's unit (PPO: env steps; SAC: updates, one per env step): per ``train_s``,
-``steady_*`` (median between evaluations after learning starts, so without start-up), per
-CPU second; PPO also its start-up estimate, each framework's own per-iteration rate and the
-medians of approx KL and clip fraction. ``--steady N`` instead alternates steady-state
-timings (``harness/steady.py`` for alf). Tables go into the task's blocks of RESULTS.md.
+Per seed, alf (its training CLI on the task's conf) and SB3 (``harness/sb3.py``) train in
+fresh processes, one torch thread each, one after the other or (``--turn_s S``) at once taking
+turns on one core (``interleave.py``; times are then running times). Both evaluate on separate
+envs at the same env steps; evaluation is timed and left out of the rates. A run's record:
+wall, eval, train (wall − eval) and CPU seconds, the eval curve ``[env_steps, return,
+train_time_s]``, the first eval reaching the threshold, and rates of the task's unit (PPO: env
+steps; SAC: updates) per train second, per CPU second and ``steady`` (median between
+evaluations after learning starts: no start-up); PPO adds its start-up estimate, each side's
+own per-iteration rate and approx KL / clip fraction. ``--steady N`` alternates steady-state
+timings instead (alf: ``harness/steady.py``).
 """
 
 from __future__ import annotations
