@@ -14,8 +14,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 
@@ -48,13 +50,14 @@ def time_calls(step, warmup: int, iterations: int) -> dict:
 
 def measure(checkout: str, conf: str, seed: int, warmup: int, iterations: int, params=()) -> dict:
     """Run this worker on ``checkout``'s alf and ``conf`` (relative to it); its result."""
-    root_dir = os.path.join("/tmp", f"steady_{os.getpid()}_{seed}")
+    root_dir = tempfile.mkdtemp(prefix="steady_")  # a fresh one: alf resumes from an old one
     cmd = [sys.executable, os.path.abspath(__file__), "--conf", conf, "--seed", str(seed)]
     cmd += ["--warmup", str(warmup), "--iterations", str(iterations), "--root_dir", root_dir]
     for param in params:
         cmd += ["--param", param]
     env = dict(os.environ, PYTHONPATH=checkout)
     out = subprocess.run(cmd, cwd=checkout, env=env, capture_output=True, text=True)
+    shutil.rmtree(root_dir, ignore_errors=True)
     if out.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{out.stderr[-3000:]}")
     line = next(x for x in out.stdout.splitlines() if x.startswith("RESULT "))

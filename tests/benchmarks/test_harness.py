@@ -68,8 +68,9 @@ def test_ab_summary_arithmetic():
     summary = alf_ab.summarize(runs)
     assert summary["cpu_us_per_step"] == pytest.approx({"base": 2000.0, "current": 1600.0})
     assert summary["speed_ratio"] == pytest.approx(1.25)
-    # paired: 2.0, 1.5, 1.25 -> median 1.5
+    # paired: 2.0, 1.5, 1.25 -> median 1.5; fastest: base 2000, current 1000
     assert summary["paired_speed_ratio"] == pytest.approx(1.5)
+    assert summary["fastest_speed_ratio"] == pytest.approx(2.0)
 
 
 def test_time_calls_counts_env_steps():
