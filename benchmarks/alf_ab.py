@@ -5,8 +5,9 @@
 Exports ``alf/`` of ``--base`` (``git archive``) and of this checkout's working tree (as it
 is, uncommitted changes included) into two directories of a temporary one whose paths have the
 same length (the environment's size can shift memory layout and speed by a few percent), then
-times the same example conf on both, alternating base, current, base, current, ...: each run
-is a fresh process with
+times the same example conf on both, alternating in counterbalanced order (base, current,
+current, base, ...: in a busy machine's runs the second of a pair was slower more often than
+not, so each checkout goes first in half the pairs). Each run is a fresh process with
 ``PYTHONPATH`` and ``cwd`` at its checkout, one torch thread, building the conf's
 algorithm through ``PolicyTrainer`` and timing ``train_iter`` after a warm-up
 (``benchmarks/harness/steady.py``; each checkout runs its own copy of the conf).
@@ -92,7 +93,7 @@ def main() -> None:
         )
         checkouts = dict(base=export(args.base, os.path.join(tmp, "a")), current=current)
         for repeat in range(args.repeats):
-            for name in CHECKOUTS:
+            for name in CHECKOUTS[:: 1 if repeat % 2 == 0 else -1]:  # ABBA: order effects cancel
                 result = steady.measure(checkouts[name], conf, repeat, warmup, iterations, params)
                 runs.append(dict(result, checkout=name, repeat=repeat, load=runner.load_average()))
                 cpu_us = 1e6 * result["cpu_s"] / result["env_steps"]
