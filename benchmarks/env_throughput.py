@@ -7,18 +7,14 @@ arrays with their own auto reset. All environments are built first; then the
 configurations are measured in turns, ``--repeats`` times in a different order each
 time (the machine is shared and noisy), and the table reports medians.
 
-    python benchmarks/env_throughput.py [--repeats 5] [--env_steps 16000]
+    python -m benchmarks.env_throughput [--repeats 5] [--env_steps 16000] [--no_write]
 
-The table is printed and written to ``benchmarks/RESULTS.md`` under the heading
-"## Environment stepping throughput (issue 2)" (other sections are kept).
+The table is printed and written into the ``env_throughput`` block of RESULTS.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
-import os
-import platform
 import random
 import statistics
 import sys
@@ -32,10 +28,9 @@ from alf.environments import suite_gym
 from alf.environments.batched_environment import BatchedEnvironment
 from alf.environments.thread_environment import ThreadEnvironment
 from alf.environments.utils import create_environment, env_constructors
+from benchmarks.harness import report, runner
 
 ENV_NAME = "CartPole-v1"
-HEADING = "## Environment stepping throughput (issue 2)"
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "RESULTS.md")
 
 
 class Config:
@@ -47,10 +42,7 @@ class Config:
         self.rates = []
 
     def reset(self):
-        if self.is_alf:
-            self.env.reset()
-        else:
-            self.env.reset(seed=0)
+        self.env.reset() if self.is_alf else self.env.reset(seed=0)
 
     def run(self, actions) -> float:
         """Env steps per second over ``actions`` (``[T, num_envs]``)."""
@@ -83,32 +75,21 @@ def _thread():
 
 def build_configs(sizes) -> list[Config]:
     """All configurations, environments started."""
-    configs = []
+    configs, top = [], max(sizes)
+
+    def add(name, num_envs, make, is_alf=True):
+        configs.append(Config(name, num_envs, make, is_alf))
+
     for n in sizes:
-        configs.append(
-            Config("gymnasium SyncVectorEnv", n, _gym_vector(gym.vector.SyncVectorEnv, n), False)
-        )
-        configs.append(
-            Config("gymnasium AsyncVectorEnv", n, _gym_vector(gym.vector.AsyncVectorEnv, n), False)
-        )
-        configs.append(Config("alf ParallelAlfEnvironment, 1 env/process", n, _alf(n), True))
-    top = max(sizes)
+        add("gymnasium SyncVectorEnv", n, _gym_vector(gym.vector.SyncVectorEnv, n), False)
+        add("gymnasium AsyncVectorEnv", n, _gym_vector(gym.vector.AsyncVectorEnv, n), False)
+        add("alf ParallelAlfEnvironment, 1 env/process", n, _alf(n))
     for per_env in (top // 2, top):
-        processes = top // per_env
-        name = f"alf ParallelAlfEnvironment, {processes}x{per_env} (batch_size_per_env={per_env})"
-        configs.append(Config(name, top, _alf(top, batch_size_per_env=per_env), True))
-    configs.append(
-        Config(
-            "alf nonparallel (in-process BatchedEnvironment)",
-            top,
-            _alf(top, nonparallel=True),
-            True,
-        )
-    )
-    configs.append(
-        Config("alf nonparallel, member path (fuse_gym_steps=False)", top, _members(top), True)
-    )
-    configs.append(Config("alf ThreadEnvironment", 1, _thread, True))
+        name = f"{top // per_env}x{per_env} (batch_size_per_env={per_env})"
+        add(f"alf ParallelAlfEnvironment, {name}", top, _alf(top, batch_size_per_env=per_env))
+    add("alf nonparallel (in-process BatchedEnvironment)", top, _alf(top, nonparallel=True))
+    add("alf nonparallel, member path (fuse_gym_steps=False)", top, _members(top))
+    add("alf ThreadEnvironment", 1, _thread)
     return configs
 
 
@@ -148,22 +129,6 @@ def table(configs) -> tuple[str, float, str, str]:
     return "\n".join(lines), ratio, best_alf.name, best_gym.name
 
 
-def write_results(markdown: str) -> None:
-    """Replace (or append) this benchmark's section of RESULTS.md."""
-    text = "# Benchmark results\n"
-    if os.path.exists(RESULTS):
-        with open(RESULTS) as f:
-            text = f.read()
-    start = text.find(HEADING)
-    if start < 0:
-        text = text.rstrip("\n") + "\n\n" + markdown
-    else:
-        end = text.find("\n## ", start + len(HEADING))
-        text = text[:start] + markdown + (text[end + 1 :] if end >= 0 else "")
-    with open(RESULTS, "w") as f:
-        f.write(text.rstrip("\n") + "\n")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
@@ -172,7 +137,7 @@ def main() -> None:
     parser.add_argument("--no_write", action="store_true", help="do not update RESULTS.md")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    load_before = os.getloadavg()[0]
+    load_before = runner.load_average()[0]
     configs = build_configs(args.sizes)
     try:
         measure(configs, args.repeats, args.env_steps)
@@ -181,31 +146,15 @@ def main() -> None:
             config.close()
     rows, ratio, best_alf, best_gym = table(configs)
     top = max(args.sizes)
-    markdown = "\n".join(
-        [
-            HEADING,
-            "",
-            f"- date: {datetime.date.today().isoformat()}",
-            f"- command: `python {' '.join(['benchmarks/env_throughput.py'] + sys.argv[1:])}`",
-            f"- machine: {os.cpu_count()} cores ({platform.processor() or platform.machine()}), "
-            f"shared and noisy (1-min load average {load_before:.1f} before, "
-            f"{os.getloadavg()[0]:.1f} after); python {platform.python_version()}, "
-            f"torch {torch.__version__}, gymnasium {gym.__version__}",
-            f"- {ENV_NAME}, random actions generated up front, {args.env_steps} env steps per "
-            f"measurement, {args.repeats} repeats in shuffled order; medians.",
-            "- alf returns TimeSteps of torch tensors with per-env auto reset (envs from "
-            "suite_gym.load: AlfGymWrapper + TimeLimit); gymnasium returns numpy arrays.",
-            "",
-            rows,
-            "",
-            f"**alf's best at N={top} ({best_alf}) / faster gymnasium vector env "
-            f"({best_gym}): {ratio:.2f}x** (target >= 0.8x)",
-            "",
-        ]
-    )
-    print(markdown)
+    text = f"""{rows}
+
+**alf's best at N={top} ({best_alf}) / faster gymnasium vector env ({best_gym}): {ratio:.2f}x**
+
+{args.repeats} repeats of {args.env_steps} env steps in shuffled order, medians; 1-min load
+average {load_before:.1f} before, {runner.load_average()[0]:.1f} after ({runner.now()})."""
+    print(text)
     if not args.no_write:
-        write_results(markdown)
+        report.write_block("env_throughput", text)
 
 
 if __name__ == "__main__":

@@ -1,21 +1,16 @@
-"""Mirror loss on Walker2d-v5 (issue 6): symmetry error and return, with and without.
+"""Mirror loss on Walker2d-v5: symmetry error and return, with and without.
 
-    python benchmarks/mirror_walker.py [--seeds 0 1] [--num_env_steps 100000]
+    python -m benchmarks.mirror_walker [--seeds 0 1] [--num_env_steps 100000] [--report_only]
 
-Trains ``alf/examples/ppo_mirror_walker_conf.py`` through the CLI in a fresh
-subprocess per run, with ``PPOLoss.mirror_loss_coeff`` = 1 (the conf's) and 0, same
-seed and env-step budget, one torch thread, sequentially. Then, for each final
-checkpoint, it plays ``--num_episodes`` deterministic episodes (seeds 1000, 1001, ...)
-and measures
+Trains ``alf/examples/ppo_mirror_walker_conf.py`` through the CLI, one run after the other,
+with ``PPOLoss.mirror_loss_coeff`` 1 (the conf's) and 0, same seeds and budget. Each final
+policy plays ``--num_episodes`` deterministic episodes (env seeds 1000, 1001, ...): the eval
+return, and the symmetry error, the mean over the visited states ``s`` of ``||mu(s) -
+Psi_a(mu(Psi_o(s)))||_2`` (``mu``: the deterministic action; ``Psi``:
+``alf.environments.mirrors.WALKER2D_V5_MIRROR``), also of a freshly initialized policy on the
+same states, for scale.
 
-* the eval return (mean over the episodes), and
-* the symmetry error: the mean over every state ``s`` visited in those episodes of
-  ``|| mu(s) - Psi_a(mu(Psi_o(s))) ||_2`` (``mu``: the deterministic action; ``Psi``:
-  ``alf.environments.mirrors.WALKER2D_V5_MIRROR``), plus the same for a freshly
-  initialized (untrained) policy on the same states, for scale.
-
-Results: ``benchmarks/results/mirror_walker.json`` and the section
-"## Mirror loss on Walker2d-v5 (issue 6)" of ``benchmarks/RESULTS.md``.
+Results: ``benchmarks/results/mirror_walker.json`` and its block of RESULTS.md.
 """
 
 from __future__ import annotations
@@ -23,18 +18,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
-import subprocess
 import sys
 
-BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, BENCH_DIR)
-
-import ppo_bench_utils as utils  # noqa: E402
+from benchmarks.harness import report, runner, tb
 
 NAME = "mirror_walker"
 CONF = "alf/examples/ppo_mirror_walker_conf.py"
-HEADING = "## Mirror loss on Walker2d-v5 (issue 6)"
+RESULTS_JSON = os.path.join(report.RESULTS_DIR, f"{NAME}.json")
 COEFFS = (1.0, 0.0)
 
 
@@ -45,7 +37,11 @@ def parse_args():
     parser.add_argument("--eval_interval", type=int, default=40, help="in iterations")
     parser.add_argument("--num_episodes", type=int, default=10)
     parser.add_argument("--work_dir", default="/tmp/mirror_walker")
+    parser.add_argument("--report_only", action="store_true", help="RESULTS.md from the JSON")
+    parser.add_argument("--results_json", default=RESULTS_JSON)
+    parser.add_argument("--no_write", action="store_true", help="leave RESULTS.md alone")
     parser.add_argument("--measure", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--out", default=None, help=argparse.SUPPRESS)
     return parser.parse_args()
 
 
@@ -112,28 +108,31 @@ def measure(root_dir: str, num_episodes: int, seed: int) -> dict:
 
 
 def _measure_in_subprocess(root_dir: str, num_episodes: int, seed: int) -> dict:
-    cmd = [sys.executable, __file__, "--measure", root_dir, "--num_episodes", str(num_episodes)]
-    cmd += ["--seeds", str(seed)]
-    out = subprocess.run(cmd, cwd=utils.REPO_DIR, capture_output=True, text=True, check=False)
-    if out.returncode != 0:
-        raise RuntimeError(f"measuring {root_dir} failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    out = root_dir + ".measure.json"
+    cmd = runner.module_cmd("benchmarks.mirror_walker", "--measure", root_dir, "--out", out)
+    runner.run(cmd + ["--num_episodes", str(num_episodes), "--seeds", str(seed)], out + ".log")
+    return report.read_json(out)
 
 
 # -- the benchmark -----------------------------------------------------------------------
 
 
 def run_one(args, coeff: float, seed: int) -> dict:
+    """Train with ``coeff`` through alf's CLI, then measure the final policy."""
     os.makedirs(args.work_dir, exist_ok=True)
     root_dir = os.path.join(args.work_dir, f"coeff{coeff:g}_seed{seed}")
+    shutil.rmtree(root_dir, ignore_errors=True)  # alf would resume an old run
     params = [
         f"PPOLoss.mirror_loss_coeff={coeff}",
-        f"TrainerConfig.num_env_steps={args.num_env_steps}",
         f"TrainerConfig.eval_interval={args.eval_interval}",
     ]
-    run = utils.run_alf(CONF, root_dir, seed, params, num_threads=1)
-    run.update(mirror_loss_coeff=coeff, **_measure_in_subprocess(root_dir, args.num_episodes, seed))
-    return run
+    params.append(f"TrainerConfig.num_env_steps={args.num_env_steps}")
+    turns = runner.run(runner.alf_train_cmd(CONF, root_dir, seed, params), root_dir + ".log")
+    returns = tb.scalars(
+        os.path.join(root_dir, "eval"), "Metrics_vs_EnvironmentSteps/AverageReturn"
+    )
+    run = dict(seed=seed, mirror_loss_coeff=coeff, env_steps=returns[-1][0], wall_s=turns.wall_s)
+    return dict(run, **_measure_in_subprocess(root_dir, args.num_episodes, seed))
 
 
 def _row(run: dict) -> list:
@@ -141,36 +140,19 @@ def _row(run: dict) -> list:
         f"{run['mirror_loss_coeff']:g}",
         run["seed"],
         f"{run['env_steps']:,}",
-        utils.fmt(run["wall_s"]),
+        report.fmt(run["wall_s"]),
         f"{run['symmetry_error']:.3f}",
         f"{run['symmetry_error_untrained']:.3f}",
-        utils.fmt(run["eval_return_mean"]),
+        report.fmt(run["eval_return_mean"]),
         run["num_states"],
     ]
 
 
 def markdown(record: dict) -> str:
+    """The generated block: one row per run and the means per coefficient."""
     runs = record["runs"]
     lines = [
-        f"- Date: {record['machine']['date']} (start) — {record['end']} (end)",
-        f"- Machine: {record['machine']['cpu']}, `nproc` = {record['machine']['nproc']}; load "
-        f"average at start {record['load_start']}, at end {record['load_end']}. **Shared and "
-        "noisy**: other engineers' benchmarks ran at the same time, so wall times are only "
-        "indicative.",
-        f"- Software: alf {record['machine']['alf']}, torch {record['machine']['torch']}, "
-        f"gymnasium {record['machine']['gymnasium']}, mujoco; 1 torch thread.",
-        f"- Command: `{record['command']}`",
-        f"- Budget: {record['num_env_steps']:,} env steps per run (the conf's PPO: 1 env, "
-        "unroll 512, minibatch 64, 20 epochs, lr 5.05e-5), runs sequential; coefficient 1 "
-        "(the conf's) vs 0, same seeds. This is a short budget (zoo trains 1M steps): returns "
-        "are early-training returns.",
-        f"- Measured on the final checkpoint: {record['num_episodes']} deterministic episodes "
-        "(env seeds 1000+); symmetry error = mean over the visited states of "
-        "`||mu(s) - Psi_a(mu(Psi_o(s)))||_2` (actions in [-1, 1]^6); 'untrained' = the same "
-        "for a freshly initialized policy (seeded like the run) on the same states.",
-        f"- Raw data: `benchmarks/results/{NAME}.json`.",
-        "",
-        utils.markdown_table(
+        report.table(
             [
                 "mirror_loss_coeff",
                 "seed",
@@ -198,25 +180,22 @@ def markdown(record: dict) -> str:
 
 def main() -> None:
     args = parse_args()
-    os.environ["PYTHONPATH"] = utils.REPO_DIR  # this checkout's alf, in every subprocess
     if args.measure:
-        print(json.dumps(measure(args.measure, args.num_episodes, args.seeds[0])))
+        report.write_json(args.out, measure(args.measure, args.num_episodes, args.seeds[0]))
         return
-    record = {
-        "machine": utils.machine_info(),
-        "load_start": utils.load_average(),
-        "command": "python benchmarks/mirror_walker.py " + " ".join(sys.argv[1:]),
-        "num_env_steps": args.num_env_steps,
-        "num_episodes": args.num_episodes,
-        "runs": [],
-    }
-    out_path = os.path.join(utils.RESULTS_DIR, f"{NAME}.json")
+    if args.report_only:
+        report.write_block(NAME, markdown(report.read_json(args.results_json)))
+        return
+    record = dict(machine=runner.machine_info(), num_episodes=args.num_episodes, runs=[])
+    record.update(command=" ".join(["python -m benchmarks.mirror_walker", *sys.argv[1:]]))
+    record.update(num_env_steps=args.num_env_steps)
     for seed in args.seeds:
         for coeff in COEFFS:
             record["runs"].append(run_one(args, coeff, seed))
-            record.update(end=utils.now(), load_end=utils.load_average())
-            utils.write_json(out_path, record)
-            utils.replace_section(HEADING, markdown(record))
+            record.update(end=runner.now(), load_end=runner.load_average())
+            report.write_json(args.results_json, record)
+            if not args.no_write:
+                report.write_block(NAME, markdown(record))
             print(json.dumps(_row(record["runs"][-1])), flush=True)
 
 

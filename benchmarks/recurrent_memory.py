@@ -1,6 +1,6 @@
-"""Recurrent vs feed-forward PPO on the memory task ``RepeatFirstObservation-v0`` (issue 6).
+"""Recurrent vs feed-forward PPO on the memory task ``RepeatFirstObservation-v0``.
 
-    python benchmarks/recurrent_memory.py [--seeds 0 1 2] [--iterations 60]
+    python -m benchmarks.recurrent_memory [--seeds 0 1 2] [--iterations 60]
 
 The cue is shown only in an episode's first observation and must be repeated 4
 steps later (``alf/environments/memory_env.py``): return 1 for a policy that
@@ -16,29 +16,25 @@ iterations:
 * ``lstm_chunks_4``: the same with 4-step pieces (shorter than the memory span);
 * ``feed_forward``: MLP actor and critic.
 
-Writes ``benchmarks/results/recurrent_memory.json`` and prints a markdown table.
+Writes ``--results_json`` (default ``results/recurrent_memory.json``); prints a table.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
-import json
 import os
 import statistics
-import sys
 import time
 
 import torch
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
-
-from alf.environments.utils import create_environment  # noqa: E402
-from alf.networks.actor_distribution_networks import ActorDistributionNetwork  # noqa: E402
-from alf.networks.value_networks import ValueNetwork  # noqa: E402
-from tests.algorithms.algorithm_test_utils import evaluate  # noqa: E402
-from tests.algorithms.test_recurrent_ppo import (  # noqa: E402
+from alf.environments.utils import create_environment
+from alf.networks.actor_distribution_networks import ActorDistributionNetwork
+from alf.networks.value_networks import ValueNetwork
+from benchmarks.harness import report
+from tests.algorithms.algorithm_test_utils import evaluate
+from tests.algorithms.test_recurrent_ppo import (
     MEMORY_ENV,
     _config,
     _memory_ppo,
@@ -115,15 +111,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--iterations", type=int, default=60)
+    default_json = os.path.join(report.RESULTS_DIR, "recurrent_memory.json")
+    parser.add_argument("--results_json", default=default_json)
     args = parser.parse_args()
     runs = []
     for seed in args.seeds:
         for name in variants():
             runs.append(run(name, seed, args.iterations))
             print(runs[-1], flush=True)
-    path = os.path.join(REPO, "benchmarks", "results", "recurrent_memory.json")
-    with open(path, "w") as f:
-        json.dump(dict(args=vars(args), runs=runs), f, indent=1)
+    report.write_json(args.results_json, dict(args=vars(args), runs=runs))
     print(table(runs))
 
 

@@ -1,56 +1,31 @@
-"""SAC on Pendulum-v1: alf vs Stable-Baselines3, same hyperparameters, alternating runs.
+"""SAC on Pendulum-v1: alf vs Stable-Baselines3, same hyperparameters.
 
-    python benchmarks/sac_pendulum.py --seeds 0 1 2 3 4 --work_dir /tmp/sac_bench
+    python -m benchmarks.sac_pendulum [--seeds 0 1 2 3 4] [--turn_s 5]
+    python -m benchmarks.sac_pendulum --steady 1000 --repeats 5 [--with_sb3_ftz]
+    python -m benchmarks.sac_pendulum --report_only [--results_json results/..._steady.json]
 
-For every seed, alf (``python -m alf.bin.train`` on ``alf/examples/sac_pendulum_conf.py``)
-and then SB3 (this script with ``--worker sb3``) train in fresh subprocesses for
-20,000 env steps: one env, one gradient step per env step, rl-baselines3-zoo's
-Pendulum-v1 hyperparameters (SB3 SAC defaults + lr 1e-3: batch 256, gamma 0.99,
-tau 0.005, 256x256 ReLU actor and twin critics, automatic entropy tuning from
-α = 1, target entropy -1, 100 steps before the first update). Both use one torch
-thread (alf: ``TrainerConfig.num_threads`` = 1, its default; SB3:
-``torch.set_num_threads(1)``). Every 2,000 env steps 10 deterministic episodes are
-evaluated on a separate env (alf: 10 envs in the main process; SB3: one env,
-``evaluate_policy``); evaluation time is measured and excluded from throughput.
-
-Measured per run: ``wall_s`` (subprocess wall time, start-up included), ``eval_s``,
-``train_s = wall_s - eval_s``, ``updates`` (gradient steps),
-``updates_per_sec = updates / train_s``, ``steady_updates_per_sec`` (median over
-the intervals between evaluations, which excludes start-up), the eval curve, the
-final eval return and the first env step at which eval AverageReturn >= -200.
-Raw results go to ``benchmarks/results/sac_pendulum.json`` and a summary into
-``benchmarks/RESULTS.md`` (only this benchmark's ``##`` section is replaced).
+alf trains ``alf/examples/sac_pendulum_conf.py``, SB3 rl-baselines3-zoo's Pendulum-v1 entry
+(SB3 SAC defaults + lr 1e-3: batch 256, gamma 0.99, tau 0.005, 256x256 ReLU actor and twin
+critics, entropy tuned from α = 1 towards -1, 100 steps before the first update), 20,000
+env steps, 1 update per env step; both evaluate 10 deterministic episodes every 2,000 env
+steps. What is measured: ``benchmarks/harness/vs_sb3.py``.
 """
 
-from __future__ import annotations
+from benchmarks.harness.vs_sb3 import SB3_SAC_DEFAULTS, Task, main
 
-from sac_bench import SB3_SAC_DEFAULTS, SacTask, main
-
-LEARNING_STARTS = 100
-TASK = SacTask(
+TASK = Task(
     name="sac_pendulum",
-    script="benchmarks/sac_pendulum.py",
-    heading="## SAC Pendulum-v1: alf vs Stable-Baselines3 (issue 4)",
+    algorithm="sac",
     env_name="Pendulum-v1",
     conf="alf/examples/sac_pendulum_conf.py",
     env_steps=20_000,
-    eval_interval=2_000,
-    num_eval_episodes=10,
-    learning_starts=LEARNING_STARTS,
+    eval_every=2_000,
+    seeds=(0, 1, 2, 3, 4),
+    sb3=dict(SB3_SAC_DEFAULTS, learning_rate=1e-3, learning_starts=100),
     threshold=-200.0,
-    sb3_hyperparameters=dict(SB3_SAC_DEFAULTS, learning_rate=1e-3, learning_starts=LEARNING_STARTS),
-    setup_text="""\
-- Both: rl-baselines3-zoo Pendulum-v1 SAC = SB3 SAC defaults + lr 1e-3 (batch 256, gamma
-  0.99, tau 0.005, 256x256 ReLU actor and twin critics, Adam lr 1e-3 for actor, critics and
-  α, α learned from 1 with target entropy -1, {learning_starts} steps before the first
-  update, 1 env, 1 gradient step per env step), {env_steps:,} env steps; eval =
-  {num_eval_episodes} deterministic episodes on separate envs every {eval_interval:,} env
-  steps. alf runs the CLI on `alf/examples/sac_pendulum_conf.py` (replay buffer 100k vs
-  SB3's 1e6: both hold all 20k steps) with only the final checkpoint (a mid-run checkpoint
-  restarts the env). Network initialization is each framework's own. alf flushes
-  subnormal floats to zero (`TrainerConfig.flush_denormal`, on by default); SB3 runs with
-  torch's default.""",
+    learning_starts=100,
+    steady_starts=100,
 )
 
 if __name__ == "__main__":
-    main(TASK, __doc__, default_seeds=[0, 1, 2, 3, 4])
+    main(TASK, __doc__)

@@ -1,27 +1,13 @@
-"""PPO on HalfCheetah-v5 for the alf-vs-SB3 benchmark (benchmarks/ppo_halfcheetah.py).
+"""PPO on HalfCheetah-v5 for the alf-vs-SB3 benchmark (``python -m benchmarks.ppo_halfcheetah``).
 
-Mirrors rl-baselines3-zoo's tuned ``HalfCheetah-v3`` PPO entry (hyperparams/ppo.yml)
-as far as alf supports it; ``ppo_halfcheetah.py`` gives SB3 the same values:
-
-    n_envs 1, n_steps 512, batch_size 64, n_epochs 20, gamma 0.98, gae_lambda 0.92,
-    learning_rate 2.0633e-05, clip_range 0.1, ent_coef 0.000401762,
-    vf_coef 0.58096, max_grad_norm 0.8, policy_kwargs: log_std_init -2,
-    ortho_init False, ReLU, separate 256x256 actor and critic.
-
-Deviations from the zoo entry, for both frameworks:
-
-* ``normalize: true`` (VecNormalize of observations and rewards) is dropped:
-  alf has no normalizing data transformer yet, so neither side normalizes.
-* 200k env steps instead of 1M, on HalfCheetah-v5 instead of v3.
-
-Differences between the two frameworks that remain:
-
-* Initialization: SB3 (ortho_init=False) uses PyTorch's default ``nn.Linear`` init;
-  alf's weights use the same (``torch_default_init``) in every layer, the output
-  layers included. Biases: SB3's are PyTorch's default uniform, alf's are 0.
-* Actions: SB3 clips the sampled Gaussian action into the bounds before stepping
-  the env; here ``ContinuousActionClip`` does the same (the unclipped action is
-  what both train on).
+rl-baselines3-zoo's tuned HalfCheetah PPO entry, which ``benchmarks/ppo_halfcheetah.py`` gives
+SB3 too: 1 env, n_steps 512, batch 64, 20 epochs, gamma 0.98, GAE λ 0.92, lr 2.0633e-5, clip
+0.1, ent 0.000401762, vf 0.58096, grad norm 0.8, log std init -2, separate 256x256 ReLU actor
+and critic. Both sides deviate from the zoo in the same ways: no VecNormalize (observations
+and rewards), HalfCheetah-v5, 200k env steps. What still differs between the frameworks:
+biases start at 0 here, PyTorch's default uniform in SB3 (weights use PyTorch's default init
+on both sides, ``torch_default_init`` here, output layers included). Actions are clipped into
+the bounds when stepping (``ContinuousActionClip``, as SB3); both train on the unclipped one.
 """
 
 import functools

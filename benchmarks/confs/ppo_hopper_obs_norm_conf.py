@@ -1,4 +1,4 @@
-"""PPO on Hopper-v5 with or without ``ObservationNormalizer`` (benchmarks/obs_norm_hopper.py).
+"""PPO on Hopper-v5 with or without ``ObservationNormalizer`` (``benchmarks.obs_norm_hopper``).
 
 Hyperparameters: rl-baselines3-zoo's tuned PPO Hopper entry — 1 env, n_steps 512,
 batch 32, 5 epochs, gamma 0.999, gae_lambda 0.99, lr 9.80828e-5, clip 0.2, ent

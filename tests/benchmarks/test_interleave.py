@@ -1,4 +1,4 @@
-"""``benchmarks/interleave.py``: processes take turns, and running times are what ran."""
+"""``benchmarks/harness/interleave.py``: processes take turns, and running times are what ran."""
 
 import os
 import sys
@@ -6,9 +6,7 @@ import time
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
-
-from interleave import Turns, run_in_turns  # noqa: E402
+from benchmarks.harness.interleave import Turns, run_in_turns
 
 # Busy for CPU_S seconds of its own CPU time, writing the wall-clock time every millisecond.
 _BUSY = """

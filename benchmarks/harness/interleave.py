@@ -1,19 +1,12 @@
 """Run benchmark subprocesses in turns on one core, so they meet the same machine.
 
-This machine is shared, and the speed of a core drifts by tens of percent within minutes: on
-2026-11-22 a ``[2, 256, 256]`` ``torch.bmm`` took 620 µs at 10:37 with none of our own work
-running and 383 µs twenty seconds later; sampled once a minute over the next 90 minutes it
-read 373–718 µs (median 384, 20 of 91 samples above 450). Two 15-minute runs one after the
-other (alf, then SB3) then meet different conditions, and a whole-run ratio moves by more
-than the margins we measure. ``run_in_turns`` starts every command at once but lets only one
-run at a time: the others are stopped (``SIGSTOP``), and every ``turn_s`` seconds the
-running one is stopped and the next resumed (``SIGCONT``). Each process's running time is
-then spread over the same stretch of the day as the others', so a slow spell falls on all of
-them. A process running alone after the others ended is not stopped.
-
-Times taken inside a process (``time.time()``, tensorboard event times) are wall-clock;
-``Turns.running_s(t0, t1)`` turns an interval into the seconds the process ran (stopped
-periods removed). CPU time per process comes from ``os.wait4``.
+The speed of this shared machine's cores drifts by tens of percent within minutes (see the
+head of RESULTS.md), so two long runs one after the other meet different conditions.
+``run_in_turns`` starts every command at once but lets one run at a time: the others are
+stopped (``SIGSTOP``), and every ``turn_s`` seconds the running one is stopped and the next
+resumed (``SIGCONT``), so a slow spell falls on all of them. A process running alone after
+the others ended is not stopped. Times taken inside a process are wall-clock;
+``Turns.running_s(t0, t1)`` removes the stopped periods. CPU time comes from ``os.wait4``.
 """
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""alf's benchmarks: run them from the repository root as ``python -m benchmarks.<name>``."""

@@ -1,0 +1,108 @@
+"""Running trainings in subprocesses that import this checkout's alf, and the machine's state.
+
+Every training runs in a fresh process (same start-up cost for alf and Stable-Baselines3)
+with ``cwd`` and ``PYTHONPATH`` set to a checkout, so it imports that checkout's alf and not
+another installed copy. ``run_jobs`` runs commands one after the other, or at the same time
+taking turns on one core (``interleave.run_in_turns``); either way each gets a ``Turns``
+(start, end, stopped periods, CPU time, exit code).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+
+from benchmarks.harness.interleave import Turns, run_in_turns
+
+REPO_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def checkout_env(checkout: str = REPO_DIR) -> dict:
+    """This process's environment with ``checkout`` first on ``PYTHONPATH``."""
+    path = os.environ.get("PYTHONPATH", "")
+    return dict(os.environ, PYTHONPATH=checkout + (os.pathsep + path if path else ""))
+
+
+def module_cmd(module: str, *args) -> list[str]:
+    """``python -m module args...`` with this interpreter."""
+    return [sys.executable, "-m", module, *map(str, args)]
+
+
+def alf_train_cmd(conf: str, root_dir: str, seed: int, params: list[str]) -> list[str]:
+    """alf's training CLI on ``conf`` (relative to the checkout) with ``--conf_param``s."""
+    cmd = module_cmd("alf.bin.train", "--conf", conf, "--root_dir", root_dir)
+    cmd += ["--random_seed", str(seed)]
+    for param in params:
+        cmd += ["--conf_param", param]
+    return cmd
+
+
+def run(cmd: list[str], log_path: str, checkout: str = REPO_DIR) -> Turns:
+    """Run ``cmd`` alone in ``checkout``, output to ``log_path``; raise if it fails."""
+    with open(log_path, "w") as log:
+        start, cpu = time.time(), _children_cpu_s()
+        proc = subprocess.run(
+            cmd, cwd=checkout, env=checkout_env(checkout), stdout=log, stderr=subprocess.STDOUT
+        )
+        end, cpu = time.time(), _children_cpu_s() - cpu
+    check_exit(cmd, log_path, proc.returncode)
+    return Turns(start=start, end=end, cpu_s=cpu, returncode=proc.returncode)
+
+
+def run_jobs(cmds: list[list[str]], log_paths: list[str], turn_s: float = 0.0) -> list[Turns]:
+    """Run ``cmds`` one after the other, or (``turn_s > 0``) at once taking turns on one core."""
+    if turn_s <= 0:
+        return [run(cmd, log) for cmd, log in zip(cmds, log_paths, strict=True)]
+    turns = run_in_turns(cmds, log_paths, turn_s, cwd=REPO_DIR, env=checkout_env())
+    for cmd, log, turn in zip(cmds, log_paths, turns):
+        check_exit(cmd, log, turn.returncode)
+    return turns
+
+
+def check_exit(cmd: list[str], log_path: str, returncode: int) -> None:
+    """Raise with the end of the log when a command failed."""
+    if returncode != 0:
+        with open(log_path) as f:
+            raise RuntimeError(f"{' '.join(cmd)} failed ({returncode}):\n{f.read()[-3000:]}")
+
+
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def load_average() -> list[float]:
+    """The 1, 5 and 15 minute load averages."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def now() -> str:
+    """The UTC time, to the second."""
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def git_commit(checkout: str = REPO_DIR) -> str:
+    """The checkout's commit, marked when its ``alf/`` has uncommitted changes."""
+    git = ["git", "-C", checkout]
+    commit = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    changed = subprocess.run(git + ["status", "--porcelain", "--", "alf"], capture_output=True)
+    return commit.stdout.strip() + (" + uncommitted changes" if changed.stdout.strip() else "")
+
+
+def machine_info() -> dict:
+    """Date, CPU, cores, load and the versions that matter, for a results file."""
+    import gymnasium
+    import stable_baselines3
+    import torch
+
+    with open("/proc/cpuinfo") as f:
+        cpu = next((line.split(":", 1)[1].strip() for line in f if "model name" in line), "")
+    info = dict(date=now(), cpu=cpu or platform.processor(), nproc=os.cpu_count())
+    info.update(load_start=load_average(), python=platform.python_version(), alf=git_commit())
+    info.update(torch=torch.__version__, gymnasium=gymnasium.__version__)
+    return dict(info, stable_baselines3=stable_baselines3.__version__)

@@ -1,0 +1,150 @@
+"""Stable-Baselines3 in its own process, for the alf-vs-SB3 benchmarks.
+
+    python -m benchmarks.harness.sb3 --task_json T --seed S --out O [--steady N]
+
+``T`` is a ``vs_sb3.Task`` as JSON. A learning run writes its evaluations as ``[env_steps,
+average return, wall-clock start, end]`` (the caller turns them into running time), the
+update count, and for PPO each iteration's rate and SB3's ``approx_kl`` / ``clip_fraction``.
+PPO evaluates after the update of every iteration that completes a multiple of
+``eval_every`` env steps and at the end (as alf's trainer), on a separate vector env of 10;
+SAC every ``eval_every`` env steps on one env; both reseed the eval env each time. ``--steady
+N`` times N training iterations (PPO) or env steps with one update each (SAC) after a
+warm-up, in one ``learn`` call: wall and process CPU time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from functools import partial
+
+from benchmarks.harness import report, steady
+
+
+def _linear(start: float, progress_remaining: float) -> float:
+    return start * progress_remaining
+
+
+def model(task: dict, seed: int, **overrides):
+    """SB3's PPO or SAC for ``task`` (``{"linear": v}`` schedules, activations by name)."""
+    import gymnasium as gym
+    import torch
+    from stable_baselines3 import PPO, SAC
+    from stable_baselines3.common.env_util import make_vec_env
+
+    torch.set_num_threads(1)
+    kwargs = dict(task["sb3"], **overrides)
+    policy_kwargs = dict(kwargs.pop("policy_kwargs", {}))
+    if "activation_fn" in policy_kwargs:
+        policy_kwargs["activation_fn"] = getattr(torch.nn, policy_kwargs["activation_fn"])
+    if task["algorithm"] == "sac":
+        env = gym.make(task["env_name"])
+        return SAC("MlpPolicy", env, seed=seed, device="cpu", policy_kwargs=policy_kwargs, **kwargs)
+    for name in ("learning_rate", "clip_range"):
+        if isinstance(kwargs[name], dict):
+            kwargs[name] = partial(_linear, float(kwargs[name]["linear"]))
+    env = make_vec_env(task["env_name"], n_envs=task["num_envs"], seed=seed)
+    return PPO("MlpPolicy", env, seed=seed, device="cpu", policy_kwargs=policy_kwargs, **kwargs)
+
+
+def learn(task: dict, seed: int) -> dict:
+    """A learning run with timed evaluations."""
+    import gymnasium as gym
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    eval_seed, ppo = seed + 999, task["algorithm"] == "ppo"
+    eval_env = (
+        make_vec_env(task["env_name"], n_envs=10, seed=eval_seed)
+        if ppo
+        else gym.make(task["env_name"])
+    )
+    evals, rates, stats = [], [], []
+
+    def evaluate(sb3_model):
+        start = time.time()
+        eval_env.seed(eval_seed) if ppo else eval_env.reset(seed=eval_seed)
+        n = task["num_eval_episodes"]
+        mean, _ = evaluate_policy(sb3_model, eval_env, n_eval_episodes=n, deterministic=True)
+        evals.append([sb3_model.num_timesteps, float(mean), start, time.time()])
+
+    class Callback(BaseCallback):
+        begin, begin_steps, last_eval = None, 0, 0
+
+        def _on_rollout_start(self) -> None:  # PPO: the previous iteration's update is done
+            logged = self.model.logger.name_to_value
+            if ppo and "train/clip_fraction" in logged:
+                stats.append(
+                    {n: float(logged[f"train/{n}"]) for n in ("approx_kl", "clip_fraction")}
+                )
+            if ppo and self.begin is not None:
+                rates.append(
+                    (self.num_timesteps - self.begin_steps) / max(time.time() - self.begin, 1e-9)
+                )
+            if (
+                ppo
+                and self.num_timesteps // task["eval_every"] > self.last_eval // task["eval_every"]
+            ):
+                evaluate(self.model)
+                self.last_eval = self.num_timesteps
+            self.begin, self.begin_steps = time.time(), self.num_timesteps
+
+        def _on_step(self) -> bool:
+            if not ppo and self.num_timesteps % task["eval_every"] == 0:
+                evaluate(self.model)
+            return True
+
+    sb3_model = model(task, seed)
+    sb3_model.learn(task["env_steps"], callback=Callback())
+    if ppo:
+        evaluate(sb3_model)
+    updates = int(sb3_model._n_updates)
+    return dict(
+        env_steps=sb3_model.num_timesteps,
+        updates=updates,
+        evals=evals,
+        loop_rates=rates,
+        update_stats=stats,
+    )
+
+
+def steady_state(task: dict, seed: int, iterations: int, flush_denormal: bool) -> dict:
+    """Time ``iterations`` after a warm-up (PPO: 2 iterations; SAC: ``steady_starts + 200``)."""
+    import torch
+
+    torch.set_flush_denormal(flush_denormal)
+    if task["algorithm"] == "sac":
+        sb3_model = model(task, seed, learning_starts=task["steady_starts"])
+        warmup, steps = task["steady_starts"] + 200, iterations
+    else:
+        sb3_model = model(task, seed)
+        per_iteration = sb3_model.n_steps * sb3_model.n_envs
+        warmup, steps = 2 * per_iteration, iterations * per_iteration
+    sb3_model.learn(warmup)
+
+    def train() -> int:
+        sb3_model.learn(steps, reset_num_timesteps=False)
+        return steps
+
+    return steady.time_calls(train, 0, 1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--task_json", required=True)
+    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--steady", type=int, default=0, help="steady-state iterations")
+    parser.add_argument("--flush_denormal", action="store_true")
+    args = parser.parse_args()
+    task = report.read_json(args.task_json)
+    if args.steady:
+        result = steady_state(task, args.seed, args.steady, args.flush_denormal)
+    else:
+        result = learn(task, args.seed)
+    report.write_json(args.out, result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""Steady-state training speed of an alf conf: time ``train_iter`` after a warm-up.
+
+Run as a script, this file is the worker: it imports only alf, torch and the standard
+library, so it times whichever checkout's alf is on ``PYTHONPATH`` (``alf_ab`` points it
+at an older revision). It builds the conf's algorithm through ``PolicyTrainer`` (no
+evaluation), calls ``train_iter()`` ``--warmup`` times untimed, then ``--iterations``
+times, and prints ``RESULT {json}``: env steps, wall and process CPU seconds of the timed
+part. CPU time is the process's own, so other jobs on a shared machine disturb it less
+than wall time. ``measure`` runs the worker in a subprocess and returns that dict.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def alf_algorithm(conf: str, seed: int, root_dir: str, params: list[str]):
+    """The conf's algorithm as ``PolicyTrainer`` builds it (one torch thread by default)."""
+    from alf.algorithms.config import TrainerConfig
+    from alf.trainers.policy_trainer import PolicyTrainer
+    from alf.utils import common
+
+    params = [
+        f"TrainerConfig.root_dir={root_dir!r}",
+        f"TrainerConfig.random_seed={seed}",
+        "TrainerConfig.evaluate=False",
+        *params,
+    ]
+    common.parse_conf_file(conf, params, [])
+    return PolicyTrainer(TrainerConfig()).algorithm
+
+
+def time_calls(step, warmup: int, iterations: int) -> dict:
+    """Call ``step()`` ``warmup`` times, then time ``iterations`` calls (summing what they
+    return: env steps per ``train_iter``)."""
+    for _ in range(warmup):
+        step()
+    wall, cpu = time.perf_counter(), time.process_time()
+    env_steps = sum(step() for _ in range(iterations))
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return dict(iterations=iterations, env_steps=int(env_steps), wall_s=wall, cpu_s=cpu)
+
+
+def measure(checkout: str, conf: str, seed: int, warmup: int, iterations: int, params=()) -> dict:
+    """Run this worker on ``checkout``'s alf and ``conf`` (relative to it); its result."""
+    root_dir = tempfile.mkdtemp(prefix="steady_")  # a fresh one: alf resumes from an old one
+    cmd = [sys.executable, os.path.abspath(__file__), "--conf", conf, "--seed", str(seed)]
+    cmd += ["--warmup", str(warmup), "--iterations", str(iterations), "--root_dir", root_dir]
+    for param in params:
+        cmd += ["--param", param]
+    env = dict(os.environ, PYTHONPATH=checkout)
+    out = subprocess.run(cmd, cwd=checkout, env=env, capture_output=True, text=True)
+    shutil.rmtree(root_dir, ignore_errors=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{out.stderr[-3000:]}")
+    line = next(x for x in out.stdout.splitlines() if x.startswith("RESULT "))
+    return json.loads(line[len("RESULT ") :])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--conf", required=True)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--iterations", type=int, default=10)
+    parser.add_argument("--root_dir", default="/tmp/steady")
+    parser.add_argument("--param", action="append", default=[], help="a --conf_param")
+    args = parser.parse_args()
+    algorithm = alf_algorithm(args.conf, args.seed, args.root_dir, args.param)
+    import torch
+
+    import alf
+
+    result = time_calls(algorithm.train_iter, args.warmup, args.iterations)
+    result.update(alf_module=alf.__file__, torch_num_threads=torch.get_num_threads())
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""The benchmark harness: tensorboard reader, tables and RESULTS.md blocks, A/B arithmetic."""
+
+import pytest
+
+from benchmarks import alf_ab
+from benchmarks.harness import report, steady, tb
+
+
+def test_scalars_reads_back_what_was_written(tmp_path):
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(tmp_path))
+    for step, value in [(10, 1.5), (20, -2.25), (30, 4.0)]:
+        writer.add_scalar("Metrics/AverageReturn", value, step, walltime=1000.0 + step)
+    writer.add_scalar("other", 7.0, 5)
+    writer.close()
+    assert tb.scalars(str(tmp_path), "Metrics/AverageReturn") == [
+        (10, 1010.0, 1.5),
+        (20, 1020.0, -2.25),
+        (30, 1030.0, 4.0),
+    ]
+    assert tb.scalars(str(tmp_path), "missing") == []
+
+
+def test_fmt_median_ratio_and_table():
+    assert report.fmt(None) == "-"
+    assert report.fmt(None, none="—") == "—"
+    assert report.fmt(100096) == "100,096"
+    assert report.fmt(1234.56) == "1,234.6"
+    assert report.fmt(1234.56, whole_from=1000) == "1,235"
+    assert report.fmt(587.64, whole_from=1000) == "587.6"
+    assert report.fmt(0.01749, 4) == "0.0175"
+    assert report.median([3, None, 1, 2]) == 2
+    assert report.median([None]) is None
+    assert report.ratio(3.0, 2.0) == 1.5
+    assert report.ratio(3.0, 0) is None
+    expected = "| a | b |\n|---|---|\n| 1 | x |\n| 2.5 | y |"
+    assert report.table(["a", "b"], [[1, "x"], [2.5, "y"]]) == expected
+
+
+def test_write_block_replaces_only_its_block(tmp_path):
+    path = tmp_path / "RESULTS.md"
+    path.write_text("# R\n\nprose 1\n<!-- a -->\nold\nlines\n<!-- /a -->\nprose 2\n")
+    report.write_block("a", "\nnew\n", str(path))
+    assert path.read_text() == "# R\n\nprose 1\n<!-- a -->\nnew\n<!-- /a -->\nprose 2\n"
+    report.write_block("b", "table", str(path))
+    assert path.read_text().endswith("prose 2\n\n<!-- b -->\ntable\n<!-- /b -->\n")
+    report.write_block("a", "newer", str(path))  # idempotent and independent blocks
+    assert path.read_text().count("newer") == 1 and "table" in path.read_text()
+
+
+def test_write_json_rounds_and_round_trips(tmp_path):
+    path = str(tmp_path / "r.json")
+    report.write_json(path, {"x": 1.2345674, "runs": [{"y": (2.0, 3.0000491)}], "n": 7})
+    assert report.read_json(path) == {"x": 1.234567, "runs": [{"y": [2.0, 3.000049]}], "n": 7}
+    assert report.read_json(str(tmp_path / "absent.json")) == {}
+
+
+def test_ab_summary_arithmetic():
+    runs = [
+        dict(checkout="base", repeat=0, cpu_s=2.0, wall_s=2.1, env_steps=1000),  # 2000 µs
+        dict(checkout="current", repeat=0, cpu_s=1.0, wall_s=1.1, env_steps=1000),  # 1000
+        dict(checkout="base", repeat=1, cpu_s=3.0, wall_s=3.0, env_steps=1000),  # 3000
+        dict(checkout="current", repeat=1, cpu_s=2.0, wall_s=2.0, env_steps=1000),  # 2000
+        dict(checkout="base", repeat=2, cpu_s=1.0, wall_s=1.0, env_steps=500),  # 2000
+        dict(checkout="current", repeat=2, cpu_s=0.8, wall_s=0.8, env_steps=500),  # 1600
+    ]
+    summary = alf_ab.summarize(runs)
+    assert summary["cpu_us_per_step"] == pytest.approx({"base": 2000.0, "current": 1600.0})
+    assert summary["speed_ratio"] == pytest.approx(1.25)
+    # paired: 2.0, 1.5, 1.25 -> median 1.5; fastest: base 2000, current 1000
+    assert summary["paired_speed_ratio"] == pytest.approx(1.5)
+    assert summary["fastest_speed_ratio"] == pytest.approx(2.0)
+
+
+def test_time_calls_counts_env_steps():
+    calls = []
+
+    def step():
+        calls.append(1)
+        return 8
+
+    result = steady.time_calls(step, warmup=3, iterations=5)
+    assert len(calls) == 8
+    assert result["iterations"] == 5 and result["env_steps"] == 40
+    assert result["cpu_s"] >= 0 and result["wall_s"] >= 0
