@@ -60,25 +60,23 @@ def _symmetry_errors(actor, mirror, observations):
 
 
 def _play(algorithm, env, num_episodes, seed):
-    """Deterministic episodes; returns (episode returns, visited observations [N, 17])."""
+    """Deterministic episodes, episode ``i`` from ``env.seed(seed + i)``; returns (episode
+    returns, the observations acted on ``[N, 17]``)."""
     import torch
 
+    from alf.algorithms.unroller import AlgorithmPolicy, Unroller
     from alf.data_structures import StepType
 
     returns, observations = [], []
-    state = algorithm.get_initial_predict_state(1)
-    for episode in range(num_episodes):
-        env.seed(seed + episode)
-        time_step, total = env.reset(), 0.0
-        while True:
+
+    def observe(time_step):
+        if int(time_step.step_type[0]) != StepType.LAST:
             observations.append(time_step.observation[0].clone())
-            with torch.no_grad():
-                action = algorithm.predict_step(time_step, state).output
-            time_step = env.step(action)
-            total += float(time_step.reward[0])
-            if int(time_step.step_type[0]) == StepType.LAST:
-                break
-        returns.append(total)
+
+    for episode in range(num_episodes):
+        unroller = Unroller(AlgorithmPolicy(algorithm, "predict"), env)
+        unroller.restart(seed + episode)
+        returns.append(float(unroller.run_episodes(1, observe=observe).average_return))
     return returns, torch.stack(observations)
 
 

@@ -15,11 +15,9 @@ import functools
 import torch
 
 import alf
-from alf.algorithms.config import TrainerConfig  # noqa: F401 (registers the configurable)
 from alf.algorithms.ppo_algorithm import PPOAlgorithm
 from alf.algorithms.ppo_loss import PPOLoss
 from alf.environments import suite_gym
-from alf.environments import utils as env_utils  # noqa: F401
 from alf.environments.gym_wrappers import ContinuousActionClip
 from alf.initializers import torch_default_init
 from alf.networks.actor_distribution_networks import ActorDistributionNetwork
@@ -79,8 +77,6 @@ alf.config(
     mini_batch_length=1,
     mini_batch_size=64,
     num_updates_per_train_iter=20,
-    whole_replay_buffer_training=True,
-    clear_replay_buffer=True,
     replay_buffer_length=512,
     num_env_steps=200_000,
     num_iterations=0,
