@@ -42,12 +42,18 @@ def test_processes_take_turns_and_running_time_is_what_ran(tmp_path):
         inside = [s for s in stamps for a, b in turn.stops if a + 0.01 < s < b - 0.01]
         assert inside == []
         assert len(turn.stops) >= 2  # it was stopped and resumed, more than once
-        assert turn.cpu_s == pytest.approx(cpu_s, abs=0.15)  # + interpreter start-up
-        # Its running time covers its work: start-up + the busy loop, not the other's.
-        assert cpu_s <= turn.wall_s < cpu_s + 0.5
-        assert turn.running_s(stamps[0], stamps[-1]) == pytest.approx(cpu_s, abs=0.1)
-    # One at a time: the running times add up to the elapsed time.
-    assert sum(t.wall_s for t in turns) == pytest.approx(elapsed, abs=0.3)
+        # Its own CPU time: the busy loop plus interpreter start-up (a generous bound: on a
+        # busy machine start-up takes longer).
+        assert cpu_s <= turn.cpu_s < cpu_s + 1.0
+        # Its running time holds its work: a process cannot use more CPU time than it ran.
+        # (On an idle machine the two are equal; other jobs make running time longer, so
+        # there is no upper bound here but the hang bound.)
+        assert turn.cpu_s - 0.01 <= turn.wall_s < 60.0
+        busy = turn.running_s(stamps[0], stamps[-1])
+        assert cpu_s - 0.01 <= busy <= turn.wall_s
+    # One at a time: the running times never overlap, so they add up to at most the elapsed
+    # time (less only by the moments between one's stop and the other's start).
+    assert sum(t.wall_s for t in turns) <= elapsed + 0.01
 
 
 def test_exit_codes_and_bad_turn():
