@@ -22,7 +22,6 @@ import torch
 
 import alf
 import alf.summary
-from alf.algorithms.transitions import pad_last
 from alf.data_structures import LossInfo, StepType
 from alf.utils import value_ops
 
@@ -130,7 +129,7 @@ class ActorCriticLoss:
         else:
             returns = value_ops.discounted_return(reward, value, step_type, discounts)
             advantages = returns - value[:-1]
-        return pad_last(advantages), torch.cat([returns, value[-1:]], dim=0)
+        return value_ops.pad_last(advantages), torch.cat([returns, value[-1:]], dim=0)
 
     def shape_advantages(self, advantages: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
         """Normalize and clip as configured."""

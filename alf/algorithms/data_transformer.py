@@ -21,7 +21,8 @@ updates them while the module is in eval mode (evaluation, ``play``), inside
 update in ``transform_timestep`` whatever the mode (``TrainerConfig.
 num_prenormalization_steps``).
 
-The base class ``DataTransformer`` and the field helpers are in
+The base classes ``DataTransformer`` and ``TimeStepTransformer``, the default
+``IdentityDataTransformer``, ``statistics_frozen`` and the field helpers are in
 ``data_transformer_base``; the transformers that read the replay buffer are in their own
 modules, ``FrameStacker`` (``frame_stacker``) and ``HindsightExperienceTransformer``
 (``hindsight_relabeler``). All are importable from here.
@@ -37,7 +38,14 @@ import torch.nn as nn
 
 import alf
 import alf.nest as nest
-from alf.algorithms.data_transformer_base import DataTransformer, field_paths, map_fields
+from alf.algorithms.data_transformer_base import (
+    DataTransformer,
+    IdentityDataTransformer,
+    TimeStepTransformer,
+    field_paths,
+    map_fields,
+    statistics_frozen,
+)
 from alf.algorithms.frame_stacker import FrameStacker
 from alf.algorithms.hindsight_relabeler import (
     HindsightExperienceTransformer,
@@ -58,6 +66,7 @@ __all__ = [
     "RewardNormalizer",
     "RewardScaling",
     "SequentialDataTransformer",
+    "TimeStepTransformer",
     "UntransformedTimeStep",
     "check_order",
     "create_data_transformer",
@@ -69,32 +78,8 @@ __all__ = [
 ]
 
 
-class _TimeStepTransformer(DataTransformer):
-    """A stateless transformer that applies the same ``_transform(time_step)`` to the rollout
-    time step ``[B, ...]`` and to the replayed time steps ``[T, B, ...]``."""
-
-    def _transform(self, time_step: TimeStep) -> TimeStep:
-        raise NotImplementedError
-
-    def transform_timestep(self, time_step, state):
-        return self._transform(time_step), state
-
-    def transform_experience(self, experience):
-        return experience._replace(time_step=self._transform(experience.time_step))
-
-
-class IdentityDataTransformer(_TimeStepTransformer):
-    """Changes nothing (the default)."""
-
-    def __init__(self, observation_spec):
-        super().__init__(observation_spec)
-
-    def _transform(self, time_step):
-        return time_step
-
-
 @alf.configurable
-class UntransformedTimeStep(_TimeStepTransformer):
+class UntransformedTimeStep(TimeStepTransformer):
     """Keep a copy of the raw time step in ``TimeStep.untransformed``.
 
     Must be the first transformer, so the copy is the raw time step.
@@ -195,7 +180,7 @@ def create_data_transformer(data_transformer_ctor, observation_spec) -> DataTran
 
 
 @alf.configurable
-class RewardClipping(_TimeStepTransformer):
+class RewardClipping(TimeStepTransformer):
     """Clip rewards to ``[minmax[0], minmax[1]]``.
 
     Args:
@@ -214,7 +199,7 @@ class RewardClipping(_TimeStepTransformer):
 
 
 @alf.configurable
-class RewardScaling(_TimeStepTransformer):
+class RewardScaling(TimeStepTransformer):
     """Multiply rewards by ``scale``.
 
     Args:
@@ -234,7 +219,7 @@ class RewardScaling(_TimeStepTransformer):
 
 
 @alf.configurable
-class ImageScaleTransformer(_TimeStepTransformer):
+class ImageScaleTransformer(TimeStepTransformer):
     """Scale uint8 images ``[0, 255]`` to float32 ``[min, max]``.
 
     Args:
@@ -418,17 +403,6 @@ class RewardNormalizer(_StatisticsTransformer):
 
     def _normalized(self, time_step):
         return time_step._replace(reward=self._normalizer.normalize(time_step.reward))
-
-
-@contextlib.contextmanager
-def statistics_frozen(transformer: DataTransformer):
-    """Within this context ``transformer`` updates no statistics (eval mode, restored after)."""
-    was_training = transformer.training
-    transformer.train(False)
-    try:
-        yield transformer
-    finally:
-        transformer.train(was_training)
 
 
 @contextlib.contextmanager

@@ -1,4 +1,6 @@
-"""``DataTransformer``, the base class of the data transformers, and field helpers.
+"""``DataTransformer``, the base class of the data transformers, ``TimeStepTransformer``
+(the same map on rollout and replayed time steps), ``IdentityDataTransformer`` (the
+default), ``statistics_frozen`` and field helpers.
 
 A transformer maps a rollout ``TimeStep`` ``[B, ...]`` (``transform_timestep``) and
 replayed experience ``[T, B, ...]`` (``transform_experience``) the same way; the
@@ -19,6 +21,8 @@ experience: they come before every other transformer (see
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import torch.nn as nn
 
@@ -119,3 +123,38 @@ def map_fields(observation, fields: list[str], fn):
             observation, field, fn(field, nest.get_field(observation, field))
         )
     return observation
+
+
+class TimeStepTransformer(DataTransformer):
+    """A stateless transformer that applies the same ``_transform(time_step)`` to the rollout
+    time step ``[B, ...]`` and to the replayed time steps ``[T, B, ...]``."""
+
+    def _transform(self, time_step: TimeStep) -> TimeStep:
+        raise NotImplementedError
+
+    def transform_timestep(self, time_step, state):
+        return self._transform(time_step), state
+
+    def transform_experience(self, experience):
+        return experience._replace(time_step=self._transform(experience.time_step))
+
+
+class IdentityDataTransformer(TimeStepTransformer):
+    """Changes nothing (the default)."""
+
+    def __init__(self, observation_spec):
+        super().__init__(observation_spec)
+
+    def _transform(self, time_step):
+        return time_step
+
+
+@contextlib.contextmanager
+def statistics_frozen(transformer: DataTransformer):
+    """Within this context ``transformer`` updates no statistics (eval mode, restored after)."""
+    was_training = transformer.training
+    transformer.train(False)
+    try:
+        yield transformer
+    finally:
+        transformer.train(was_training)

@@ -60,8 +60,6 @@ from alf.algorithms.transitions import (
     check_sampled_training,
     check_transition_length,
     flat_rows,
-    pad_first,
-    pad_last,
 )
 from alf.data_structures import AlgStep, Experience, LossInfo, StepType, TimeStep
 from alf.networks.actor_networks import ActorNetwork, action_bounds
@@ -72,6 +70,7 @@ from alf.utils.math_ops import masked_mean
 from alf.utils.schedulers import as_scheduler
 from alf.utils.target_networks import TargetUpdater
 from alf.utils.torch_utils import frozen
+from alf.utils.value_ops import pad_first, pad_last
 
 
 class DdpgRolloutInfo(NamedTuple):

@@ -52,12 +52,13 @@ import alf.summary
 from alf.algorithms.actor_critic_loss import element_wise_huber_loss
 from alf.algorithms.off_policy_algorithm import OffPolicyAlgorithm
 from alf.algorithms.td_loss import TDLoss
-from alf.algorithms.transitions import check_sampled_training, flat_rows, pad_first
+from alf.algorithms.transitions import check_sampled_training, flat_rows
 from alf.data_structures import AlgStep, Experience, LossInfo, StepType, TimeStep
 from alf.networks.q_networks import QNetwork
 from alf.tensor_specs import TensorSpec
 from alf.utils.schedulers import as_scheduler
 from alf.utils.target_networks import TargetUpdater
+from alf.utils.value_ops import pad_first
 
 
 class DqnRolloutInfo(NamedTuple):

@@ -37,7 +37,7 @@ import logging
 import torch
 
 import alf.nest as nest
-from alf.algorithms.data_transformer import statistics_frozen
+from alf.algorithms.data_transformer_base import statistics_frozen
 from alf.algorithms.trajectory_batching import episode_segments, trajectory_mini_batches
 from alf.algorithms.unroller import Unroll
 from alf.data_structures import BatchInfo, Experience, StepType

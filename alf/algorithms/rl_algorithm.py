@@ -18,7 +18,7 @@ import torch
 import alf.nest as nest
 import alf.summary
 from alf.algorithms.algorithm import Algorithm, reset_state_if_necessary
-from alf.algorithms.data_transformer import DataTransformer, IdentityDataTransformer
+from alf.algorithms.data_transformer_base import DataTransformer, IdentityDataTransformer
 from alf.algorithms.learners import Learner, sample_weights
 from alf.algorithms.unroller import AlgorithmPolicy, Unroller
 from alf.data_structures import AlgStep, BatchInfo, Experience, LossInfo, StepType, TimeStep

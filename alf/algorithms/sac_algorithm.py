@@ -62,8 +62,6 @@ from alf.algorithms.transitions import (
     TransitionMask,
     check_transition_length,
     flat_rows,
-    pad_first,
-    pad_last,
 )
 from alf.data_structures import AlgStep, Experience, LossInfo, TimeStep
 from alf.networks.actor_distribution_networks import ActorDistributionNetwork
@@ -75,6 +73,7 @@ from alf.utils import dist_utils
 from alf.utils.math_ops import clipped_exp
 from alf.utils.target_networks import TargetUpdater
 from alf.utils.torch_utils import frozen
+from alf.utils.value_ops import pad_first, pad_last
 
 #: The actor SAC needs for continuous actions: a tanh-squashed Gaussian whose std
 #: depends on the state (Haarnoja et al. 2018a, appendix C), log-std clipped to [-20, 2].

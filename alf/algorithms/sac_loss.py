@@ -39,8 +39,8 @@ import torch
 
 import alf.summary
 from alf.algorithms.td_loss import TDLoss
-from alf.algorithms.transitions import pad_last
 from alf.data_structures import LossInfo, StepType
+from alf.utils.value_ops import pad_last
 
 
 class SacLossInfo(NamedTuple):

@@ -24,7 +24,6 @@ import torch
 
 import alf
 from alf.algorithms.actor_critic_loss import element_wise_squared_loss
-from alf.algorithms.transitions import pad_last
 from alf.data_structures import LossInfo, StepType
 from alf.utils import value_ops
 
@@ -94,9 +93,11 @@ class TDLoss:
             loss = (loss * not_last).sum(-1)
         else:
             loss = loss * not_last
-        loss = pad_last(loss)
-        td_error = pad_last((targets - value[:-1]).detach())
-        return LossInfo(loss=loss, extra=TDLossInfo(target=pad_last(targets), td_error=td_error))
+        loss = value_ops.pad_last(loss)
+        td_error = value_ops.pad_last((targets - value[:-1]).detach())
+        return LossInfo(
+            loss=loss, extra=TDLossInfo(target=value_ops.pad_last(targets), td_error=td_error)
+        )
 
 
 @alf.configurable

@@ -5,11 +5,10 @@ sample sequences of ``T >= 2`` steps from the replay buffer and treat every row
 ``t < T-1`` as the transition :math:`(s_t, a_t, r_{t+1}, s_{t+1})`. They compute on
 rows ``:-1`` (the states and actions) and ``1:`` (the next states) flattened to
 ``[(T-1) * B, ...]`` (``flat_rows``), give ``calc_loss`` per-row terms padded back to
-``[T, B]`` (``pad_last`` for terms of row ``t``, ``pad_first`` for bootstrap values
-of row ``t + 1``), and leave the last row out of the loss (``TransitionMask``): it
-has no successor in the minibatch. DQN's n-step sequences use the same row helpers
-for their bootstrap rows, and the TD, actor-critic and SAC losses pad their per-row
-terms ``[T-1, B]`` with ``pad_last``.
+``[T, B]`` (``value_ops.pad_last`` for terms of row ``t``, ``value_ops.pad_first`` for
+bootstrap values of row ``t + 1``), and leave the last row out of the loss
+(``TransitionMask``): it has no successor in the minibatch. DQN's n-step sequences use
+the same row helpers for their bootstrap rows.
 
 The ``TrainerConfig`` checks such training needs are here too.
 """
@@ -26,16 +25,6 @@ def flat_rows(x, start: int | None, stop: int | None):
     if isinstance(x, torch.Tensor):
         return x[start:stop].flatten(0, 1)
     return nest.map_structure(lambda y: y[start:stop].flatten(0, 1), x)
-
-
-def pad_last(x: torch.Tensor) -> torch.Tensor:
-    """``[T-1, B, ...]`` → ``[T, B, ...]`` with a zero last row."""
-    return torch.cat([x, x.new_zeros((1, *x.shape[1:]))])
-
-
-def pad_first(x: torch.Tensor) -> torch.Tensor:
-    """``[T-1, B, ...]`` → ``[T, B, ...]`` with a zero first row."""
-    return torch.cat([x.new_zeros((1, *x.shape[1:])), x])
 
 
 class TransitionMask:

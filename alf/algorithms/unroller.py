@@ -28,7 +28,8 @@ from typing import NamedTuple
 import torch
 
 from alf.algorithms.algorithm import reset_state_if_necessary
-from alf.algorithms.data_transformer import DataTransformer, prenormalizing, statistics_frozen
+from alf.algorithms.data_transformer import prenormalizing
+from alf.algorithms.data_transformer_base import DataTransformer, statistics_frozen
 from alf.data_structures import AlgStep, Experience, StepType, TimeStep
 from alf.metrics import EpisodeMetrics
 from alf.tensor_specs import zeros_from_spec

@@ -35,6 +35,9 @@ The discounted return is :math:`G_t = r_{t+1} + \gamma_{t+1} G_{t+1}` with
 :math:`G_{T-1} = V_{T-1}`, hence ``generalized_advantage_estimation(td_lambda=1)``
 equals ``discounted_return - values[:-1]`` and ``td_lambda=0`` equals the
 one-step TD error ``one_step_discounted_return - values[:-1]``.
+
+``pad_last`` / ``pad_first`` turn such ``T-1``-row results back into ``[T, B]`` (with a
+zero last / first row), the shape losses give ``update_with_gradient``.
 """
 
 from __future__ import annotations
@@ -102,6 +105,16 @@ def _reverse_accumulate_numpy(increments, weights, last) -> np.ndarray:
         acc = increments[t] + weights[t] * acc
         out[t] = acc
     return out
+
+
+def pad_last(x: torch.Tensor) -> torch.Tensor:
+    """``[T-1, B, ...]`` → ``[T, B, ...]`` with a zero last row."""
+    return torch.cat([x, x.new_zeros((1, *x.shape[1:]))])
+
+
+def pad_first(x: torch.Tensor) -> torch.Tensor:
+    """``[T-1, B, ...]`` → ``[T, B, ...]`` with a zero first row."""
+    return torch.cat([x.new_zeros((1, *x.shape[1:])), x])
 
 
 @torch.no_grad()

@@ -9,9 +9,8 @@ from alf.algorithms.transitions import (
     check_sampled_training,
     check_transition_length,
     flat_rows,
-    pad_first,
-    pad_last,
 )
+from alf.utils.value_ops import pad_first, pad_last
 
 
 def _tb():
