@@ -1,15 +1,11 @@
 """Batched environment stepping throughput: alf's backends vs gymnasium's vector envs.
 
-Every configuration steps CartPole-v1 with pre-generated random actions (the same
-number of env steps each), so only stepping is timed: alf configurations return full
-``TimeStep``s of torch tensors with per-env auto reset, gymnasium's return numpy
-arrays with their own auto reset. All environments are built first; then the
-configurations are measured in turns, ``--repeats`` times in a different order each
-time (the machine is shared and noisy), and the table reports medians.
-
     python -m benchmarks.env_throughput [--repeats 5] [--env_steps 16000] [--no_write]
 
-The table is printed and written into the ``env_throughput`` block of RESULTS.md.
+Every configuration steps CartPole-v1 with the same pre-generated random actions, so only
+stepping is timed (alf: ``TimeStep``s of tensors; gymnasium: numpy arrays; both auto-reset). The
+configurations are measured in turns, ``--repeats`` times in shuffled order; medians are
+printed and written into the ``env_throughput`` block of RESULTS.md.
 """
 
 from __future__ import annotations
@@ -38,11 +34,7 @@ class Config:
 
     def __init__(self, name: str, num_envs: int, make, is_alf: bool):
         self.name, self.num_envs, self.is_alf = name, num_envs, is_alf
-        self.env = make()
-        self.rates = []
-
-    def reset(self):
-        self.env.reset() if self.is_alf else self.env.reset(seed=0)
+        self.env, self.rates = make(), []
 
     def run(self, actions) -> float:
         """Env steps per second over ``actions`` (``[T, num_envs]``)."""
@@ -51,9 +43,6 @@ class Config:
         for action in actions:
             step(action)
         return actions.shape[0] * self.num_envs / (time.perf_counter() - start)
-
-    def close(self):
-        self.env.close()
 
 
 def _gym_vector(cls, num_envs: int):
@@ -67,10 +56,6 @@ def _alf(num_envs: int, **kwargs):
 def _members(num_envs: int):
     constructors = env_constructors(ENV_NAME, suite_gym.load, num_envs, seed=None)
     return lambda: BatchedEnvironment(constructors, fuse_gym_steps=False)
-
-
-def _thread():
-    return ThreadEnvironment(lambda: suite_gym.load(ENV_NAME))
 
 
 def build_configs(sizes) -> list[Config]:
@@ -89,7 +74,7 @@ def build_configs(sizes) -> list[Config]:
         add(f"alf ParallelAlfEnvironment, {name}", top, _alf(top, batch_size_per_env=per_env))
     add("alf nonparallel (in-process BatchedEnvironment)", top, _alf(top, nonparallel=True))
     add("alf nonparallel, member path (fuse_gym_steps=False)", top, _members(top))
-    add("alf ThreadEnvironment", 1, _thread)
+    add("alf ThreadEnvironment", 1, lambda: ThreadEnvironment(lambda: suite_gym.load(ENV_NAME)))
     return configs
 
 
@@ -99,7 +84,7 @@ def measure(configs, repeats: int, env_steps: int, seed: int = 0) -> None:
         num_steps = max(env_steps // config.num_envs, 50)
         actions = np.random.default_rng(seed).integers(0, 2, (num_steps, config.num_envs))
         config.actions = torch.from_numpy(actions) if config.is_alf else actions
-        config.reset()
+        config.env.reset() if config.is_alf else config.env.reset(seed=0)
         config.run(config.actions[: num_steps // 10])  # warm up
     for repeat in range(repeats):
         order = list(configs)
@@ -143,7 +128,7 @@ def main() -> None:
         measure(configs, args.repeats, args.env_steps)
     finally:
         for config in configs:
-            config.close()
+            config.env.close()
     rows, ratio, best_alf, best_gym = table(configs)
     top = max(args.sizes)
     text = f"""{rows}

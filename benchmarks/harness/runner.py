@@ -1,15 +1,13 @@
-"""Running trainings in subprocesses that import this checkout's alf, and the machine's state.
-
-Every training runs in a fresh process (same start-up cost for alf and Stable-Baselines3)
-with ``cwd`` and ``PYTHONPATH`` set to a checkout, so it imports that checkout's alf and not
-another installed copy. ``run_jobs`` runs commands one after the other, or at the same time
-taking turns on one core (``interleave.run_in_turns``); either way each gets a ``Turns``
-(start, end, stopped periods, CPU time, exit code).
+"""Running commands and functions in fresh processes that import this checkout's alf (``cwd``
+and ``PYTHONPATH`` at the checkout), one after the other or taking turns on one core; and the
+machine's state for a results file.
 """
 
 from __future__ import annotations
 
 import datetime
+import importlib
+import json
 import os
 import platform
 import resource
@@ -17,6 +15,7 @@ import subprocess
 import sys
 import time
 
+from benchmarks.harness import report
 from benchmarks.harness.interleave import Turns, run_in_turns
 
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -40,6 +39,20 @@ def alf_train_cmd(conf: str, root_dir: str, seed: int, params: list[str]) -> lis
     for param in params:
         cmd += ["--conf_param", param]
     return cmd
+
+
+def function_cmd(function: str, out: str, **kwargs) -> list[str]:
+    """A command calling ``function`` (``"module:name"``) with ``kwargs`` in a fresh process
+    and writing what it returns to ``out`` as JSON."""
+    with open(out + ".args", "w") as f:
+        json.dump(kwargs, f)  # not rounded: these are hyperparameters
+    return module_cmd("benchmarks.harness.runner", function, out)
+
+
+def call(function: str, out: str, **kwargs) -> dict:
+    """``function(**kwargs)`` in a fresh process (see ``function_cmd``): its result."""
+    run(function_cmd(function, out, **kwargs), out + ".log")
+    return report.read_json(out)
 
 
 def run(cmd: list[str], log_path: str, checkout: str = REPO_DIR) -> Turns:
@@ -106,3 +119,10 @@ def machine_info() -> dict:
     info.update(load_start=load_average(), python=platform.python_version(), alf=git_commit())
     info.update(torch=torch.__version__, gymnasium=gymnasium.__version__)
     return dict(info, stable_baselines3=stable_baselines3.__version__)
+
+
+if __name__ == "__main__":
+    module_name, function_name = sys.argv[1].split(":")
+    kwargs = report.read_json(sys.argv[2] + ".args")
+    function = getattr(importlib.import_module(module_name), function_name)
+    report.write_json(sys.argv[2], function(**kwargs))

@@ -1,24 +1,16 @@
-"""Stable-Baselines3 in its own process, for the alf-vs-SB3 benchmarks.
+"""Stable-Baselines3's side of the alf-vs-SB3 benchmarks, run in its own process.
 
-    python -m benchmarks.harness.sb3 --task_json T --seed S --out O [--steady N]
-
-``T`` is a ``vs_sb3.Task`` as JSON. A learning run writes its evaluations as ``[env_steps,
-average return, wall-clock start, end]`` (the caller turns them into running time), the
-update count, and for PPO each iteration's rate and SB3's ``approx_kl`` / ``clip_fraction``.
-PPO evaluates after the update of every iteration that completes a multiple of
-``eval_every`` env steps and at the end (as alf's trainer), on a separate vector env of 10;
-SAC every ``eval_every`` env steps on one env; both reseed the eval env each time. ``--steady
-N`` times N training iterations (PPO) or env steps with one update each (SAC) after a
-warm-up, in one ``learn`` call: wall and process CPU time.
+``task`` is a ``vs_sb3.Task`` as a dict. PPO evaluates after the update of every iteration that
+completes a multiple of ``eval_every`` env steps and at the end (as alf's trainer), on a vector
+env of 10; SAC every ``eval_every`` env steps on one env; both reseed the eval env each time.
 """
 
 from __future__ import annotations
 
-import argparse
 import time
 from functools import partial
 
-from benchmarks.harness import report, steady
+from benchmarks.harness import steady
 
 
 def _linear(start: float, progress_remaining: float) -> float:
@@ -48,7 +40,8 @@ def model(task: dict, seed: int, **overrides):
 
 
 def learn(task: dict, seed: int) -> dict:
-    """A learning run with timed evaluations."""
+    """A learning run: evaluations as ``[env_steps, return, wall-clock start, end]``, the update
+    count, and for PPO each iteration's rate and ``approx_kl`` / ``clip_fraction``."""
     import gymnasium as gym
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
@@ -128,23 +121,3 @@ def steady_state(task: dict, seed: int, iterations: int, flush_denormal: bool) -
         return steps
 
     return steady.time_calls(train, 0, 1)
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--task_json", required=True)
-    parser.add_argument("--seed", type=int, required=True)
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--steady", type=int, default=0, help="steady-state iterations")
-    parser.add_argument("--flush_denormal", action="store_true")
-    args = parser.parse_args()
-    task = report.read_json(args.task_json)
-    if args.steady:
-        result = steady_state(task, args.seed, args.steady, args.flush_denormal)
-    else:
-        result = learn(task, args.seed)
-    report.write_json(args.out, result)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,32 +1,24 @@
 """alf against Stable-Baselines3 with the same hyperparameters (the PPO and SAC tasks).
 
-Per seed, alf (its training CLI on the task's conf) and SB3 (``harness/sb3.py``) train in
-fresh processes, one torch thread each, one after the other or (``--turn_s S``) at once taking
-turns on one core (``interleave.py``; times are then running times). Both evaluate on separate
-envs at the same env steps; evaluation is timed and left out of the rates. A run's record:
-wall, eval, train (wall − eval) and CPU seconds, the eval curve ``[env_steps, return,
-train_time_s]``, the first eval reaching the threshold, and rates of the task's unit (PPO: env
-steps; SAC: updates) per train second, per CPU second and ``steady`` (median between
-evaluations after learning starts: no start-up); PPO adds its start-up estimate, each side's
-own per-iteration rate and approx KL / clip fraction. ``--steady N`` alternates steady-state
-timings instead (alf: ``harness/steady.py``).
+Per seed, alf (its training CLI on the task's conf) and SB3 (``harness/sb3.py``) train in fresh
+processes, one torch thread each, one after the other or (``--turn_s S``) taking turns on one
+core (``interleave.py``; times are then running times). Both evaluate at the same env steps;
+evaluation is timed and left out of the rates. ``--steady N`` alternates steady-state timings
+instead (alf: ``harness/steady.py``).
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 import os
 import re
 import shutil
-import sys
 from functools import partial
 
-from benchmarks.harness import report, runner, steady, tb
+from benchmarks.harness import cli, report, runner, steady, tb
 
 FRAMEWORKS = ("alf", "sb3")
-SB3_MODULE = "benchmarks.harness.sb3"
+SB3_LEARN, SB3_STEADY = "benchmarks.harness.sb3:learn", "benchmarks.harness.sb3:steady_state"
 #: ``stable_baselines3.SAC`` keyword arguments at SB3's defaults.
 SB3_SAC_DEFAULTS = dict(
     learning_rate=3e-4,
@@ -91,7 +83,8 @@ def seed_runs(task: Task, seed: int, work_dir: str, turn_s: float) -> list[dict]
     alf_cmd = runner.alf_train_cmd(task.conf, root_dir, seed, params) + ["--nostore_snapshot"]
     out = os.path.join(work_dir, f"sb3_seed{seed}.json")
     info = dict(start=runner.now(), load_start=runner.load_average())
-    cmds, logs = [alf_cmd, _sb3_cmd(task, seed, out)], [root_dir + ".log", out + ".log"]
+    sb3_cmd = runner.function_cmd(SB3_LEARN, out, task=dataclasses.asdict(task), seed=seed)
+    cmds, logs = [alf_cmd, sb3_cmd], [root_dir + ".log", out + ".log"]
     alf_turns, sb3_turns = runner.run_jobs(cmds, logs, turn_s)
     info.update(end=runner.now(), load_end=runner.load_average())
     eval_dir, train_dir = os.path.join(root_dir, "eval"), os.path.join(root_dir, "train")
@@ -124,14 +117,6 @@ def _per_step(values) -> dict:
     for step, _, value in values:
         steps.setdefault(step, []).append(value)
     return {s: sum(v) / len(v) for s, v in steps.items()}
-
-
-def _sb3_cmd(task: Task, seed: int, out: str, *extra) -> list[str]:
-    with open(out + ".task", "w") as f:
-        json.dump(dataclasses.asdict(task), f)
-    return runner.module_cmd(
-        SB3_MODULE, "--task_json", out + ".task", "--seed", seed, "--out", out, *extra
-    )
 
 
 def result(task: Task, framework: str, seed: int, turns, run: dict) -> dict:
@@ -172,27 +157,23 @@ def result(task: Task, framework: str, seed: int, turns, run: dict) -> dict:
     return dict(record, evals=curve)
 
 
-def speed(task: Task, framework: str, seed: int, iterations: int, work_dir: str) -> dict:
-    """One steady-state run of ``alf``, ``sb3`` or ``sb3_ftz`` (SB3 flushing subnormals)."""
-    info = dict(start=runner.now(), load_start=runner.load_average())
-    if framework == "alf":
-        params = [f"TrainerConfig.initial_collect_steps={task.steady_starts}"] * (
-            task.algorithm == "sac"
-        )
-        warmup = task.steady_starts + 200 if task.algorithm == "sac" else 2
-        result = steady.measure(runner.REPO_DIR, task.conf, seed, warmup, iterations, params)
-    else:
-        out = os.path.join(work_dir, f"speed_{framework}_{seed}.json")
-        extra = ["--steady", iterations] + ["--flush_denormal"] * (framework == "sb3_ftz")
-        runner.run(_sb3_cmd(task, seed, out, *extra), out + ".log")
-        result = report.read_json(out)
-    info.update(end=runner.now(), load_end=runner.load_average())
-    return dict(
-        framework=framework,
-        seed=seed,
-        **{k: result[k] for k in ("env_steps", "wall_s", "cpu_s")},
-        **info,
-    )
+def speeds(task: Task, frameworks, seed: int, iterations: int, work_dir: str) -> list[dict]:
+    """A steady-state run of each of ``alf``, ``sb3``, ``sb3_ftz`` (SB3 flushing subnormals)."""
+    sac, runs = task.algorithm == "sac", []
+    for framework in frameworks:
+        info = dict(framework=framework, seed=seed)
+        info.update(start=runner.now(), load_start=runner.load_average())
+        if framework == "alf":
+            params = [f"TrainerConfig.initial_collect_steps={task.steady_starts}"] * sac
+            warmup = task.steady_starts + 200 if sac else 2
+            result = steady.measure(runner.REPO_DIR, task.conf, seed, warmup, iterations, params)
+        else:
+            out = os.path.join(work_dir, f"speed_{framework}_{seed}.json")
+            kwargs = dict(task=dataclasses.asdict(task), seed=seed, iterations=iterations)
+            result = runner.call(SB3_STEADY, out, **kwargs, flush_denormal=framework != "sb3")
+        info.update(end=runner.now(), load_end=runner.load_average())
+        runs.append(dict(info, **{k: result[k] for k in ("env_steps", "wall_s", "cpu_s")}))
+    return runs
 
 
 # -- tables ------------------------------------------------------------------------------
@@ -387,55 +368,27 @@ Against `sb3_ftz` (SB3 with `torch.set_flush_denormal(True)`, as alf runs by def
 # -- command line ------------------------------------------------------------------------
 
 
-def _non_negative(text: str) -> float:
-    if float(text) < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0 (0: one run after the other), got {text}")
-    return float(text)
-
-
-def parse_args(task: Task, doc: str):
-    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(task.seeds))
-    parser.add_argument("--env_steps", type=int, default=task.env_steps, help="per learning run")
-    parser.add_argument("--eval_every", type=int, default=task.eval_every, help="SAC: env steps")
-    parser.add_argument("--work_dir", default=f"/tmp/{task.name}_bench")
-    parser.add_argument("--turn_s", type=_non_negative, default=0.0, help="take turns (s)")
-    parser.add_argument("--steady", type=int, default=0, help="steady-state A/B of N iterations")
-    parser.add_argument("--repeats", type=int, default=3, help="steady-state A/B repeats")
-    parser.add_argument("--with_sb3_ftz", action="store_true", help="A/B: also SB3 + FTZ")
-    parser.add_argument("--report_only", action="store_true", help="RESULTS.md from the JSON")
-    parser.add_argument("--no_write", action="store_true", help="leave RESULTS.md alone")
-    parser.add_argument("--results_json", help="default: results/<task>[_steady].json")
-    args = parser.parse_args()
-    name = task.name + "_steady" * bool(args.steady)
-    args.results_json = args.results_json or os.path.join(report.RESULTS_DIR, f"{name}.json")
-    args.block = os.path.splitext(os.path.basename(args.results_json))[0]
-    return args
-
-
 def main(task: Task, doc: str) -> None:
     """A task's command line: learning runs, a steady-state A/B (``--steady``), or only the
     RESULTS.md block from the saved JSON (``--report_only``)."""
-    args = parse_args(task, doc)
+    parser = cli.parser(doc, task.name, task.seeds)
+    parser.add_argument("--env_steps", type=int, default=task.env_steps, help="per learning run")
+    parser.add_argument("--eval_every", type=int, default=task.eval_every, help="SAC: env steps")
+    parser.add_argument("--turn_s", type=float, default=0.0, help="take turns (s); 0: don't")
+    parser.add_argument("--steady", type=int, default=0, help="steady-state A/B of N iterations")
+    parser.add_argument("--repeats", type=int, default=3, help="steady-state A/B repeats")
+    parser.add_argument("--with_sb3_ftz", action="store_true", help="A/B: also SB3 + FTZ")
+    args = parser.parse_args()
     task = dataclasses.replace(task, env_steps=args.env_steps, eval_every=args.eval_every)
-    is_steady = args.steady or args.block.endswith("_steady")
-    render = partial(steady_markdown if is_steady else markdown, task)
-    record = report.read_json(args.results_json) if args.report_only else {}
-    if not args.report_only:
-        os.makedirs(args.work_dir, exist_ok=True)
-        command = " ".join(["python -m", f"benchmarks.{task.name}", *sys.argv[1:]])
-        record.update(command=command, machine=runner.machine_info(), runs=[])
+    name = task.name + "_steady" * bool(args.steady)
+    is_steady = (args.results_json or name).removesuffix(".json").endswith("_steady")
     frameworks = FRAMEWORKS + ("sb3_ftz",) * args.with_sb3_ftz
-    for i in [] if args.report_only else range(args.repeats) if args.steady else args.seeds:
-        if args.steady:
-            new = [speed(task, fw, i, args.steady, args.work_dir) for fw in frameworks]
-        else:
-            new = seed_runs(task, i, args.work_dir, args.turn_s)
-        record["runs"] += new
-        print(json.dumps([{k: v for k, v in r.items() if k != "evals"} for r in new]), flush=True)
-        report.write_json(args.results_json, record)
-        if not args.no_write and not args.steady:
-            report.write_block(args.block, render(record["runs"]))
-    if not args.no_write and (args.report_only or args.steady):
-        report.write_block(args.block, render(record["runs"]))
-    print(render(record["runs"]))
+    if args.steady:
+        jobs = [
+            partial(speeds, task, frameworks, repeat, args.steady, args.work_dir)
+            for repeat in range(args.repeats)
+        ]
+    else:
+        jobs = [partial(seed_runs, task, seed, args.work_dir, args.turn_s) for seed in args.seeds]
+    render = partial(steady_markdown if is_steady else markdown, task)
+    cli.run(args, name, render, jobs)
