@@ -17,22 +17,14 @@ from functools import partial
 
 from benchmarks.harness import cli, report, runner, steady, tb
 
-FRAMEWORKS = ("alf", "sb3")
+FRAMEWORKS, UPDATE_STATS = ("alf", "sb3"), ("approx_kl", "clip_fraction")
+THRESHOLD_KEYS = ["steps_to_threshold", "time_to_threshold_s"]
 SB3_LEARN, SB3_STEADY = "benchmarks.harness.sb3:learn", "benchmarks.harness.sb3:steady_state"
 #: ``stable_baselines3.SAC`` keyword arguments at SB3's defaults.
-SB3_SAC_DEFAULTS = dict(
-    learning_rate=3e-4,
-    buffer_size=1_000_000,
-    learning_starts=100,
-    batch_size=256,
-    tau=0.005,
-    gamma=0.99,
-    train_freq=1,
-    gradient_steps=1,
-    ent_coef="auto",
-    target_entropy="auto",
-    policy_kwargs=dict(net_arch=[256, 256]),
-)
+SB3_SAC_DEFAULTS = dict(learning_rate=3e-4, buffer_size=1_000_000, learning_starts=100)
+SB3_SAC_DEFAULTS.update(batch_size=256, tau=0.005, gamma=0.99, train_freq=1, gradient_steps=1)
+SB3_SAC_DEFAULTS.update(ent_coef="auto", target_entropy="auto")
+SB3_SAC_DEFAULTS["policy_kwargs"] = dict(net_arch=[256, 256])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,15 +63,11 @@ def seed_runs(task: Task, seed: int, work_dir: str, turn_s: float) -> list[dict]
     shutil.rmtree(root_dir, ignore_errors=True)  # alf would resume an old run
     params = [f"TrainerConfig.num_env_steps={task.env_steps}", *task.conf_params]
     if task.algorithm == "sac":  # no mid-run checkpoint: it restarts the training env
-        params += [
-            "TrainerConfig.num_checkpoints=1",
-            f"TrainerConfig.eval_interval={task.eval_every}",
-        ]
-        params += [
-            f"TrainerConfig.{k}={task.num_eval_episodes}"
-            for k in ("num_eval_episodes", "num_eval_environments")
-        ]
-        params += [f"TrainerConfig.initial_collect_steps={task.learning_starts}"]
+        sac = dict(num_checkpoints=1, eval_interval=task.eval_every)
+        sac.update(num_eval_episodes=task.num_eval_episodes)
+        sac.update(num_eval_environments=task.num_eval_episodes)
+        sac.update(initial_collect_steps=task.learning_starts)
+        params += [f"TrainerConfig.{k}={v}" for k, v in sac.items()]
     alf_cmd = runner.alf_train_cmd(task.conf, root_dir, seed, params) + ["--nostore_snapshot"]
     out = os.path.join(work_dir, f"sb3_seed{seed}.json")
     info = dict(start=runner.now(), load_start=runner.load_average())
@@ -95,19 +83,13 @@ def seed_runs(task: Task, seed: int, work_dir: str, turn_s: float) -> list[dict]
     alf["updates"] = alf["env_steps"] - task.learning_starts + 1  # SAC: also on the step filling
     if task.algorithm == "ppo":
         alf["loop_rates"] = [v for _, _, v in tb.scalars(train_dir, "time/env_steps_per_sec")]
-        kl, clip = (
-            _per_step(tb.scalars(train_dir, f"loss/{n}")) for n in ("approx_kl", "clip_fraction")
-        )
-        alf["update_stats"] = [
-            dict(approx_kl=kl[s], clip_fraction=clip[s]) for s in sorted(kl) if s in clip
-        ]
+        kl, clip = (_per_step(tb.scalars(train_dir, f"loss/{n}")) for n in UPDATE_STATS)
+        alf["update_stats"] = [dict(zip(UPDATE_STATS, (kl[s], clip[s]))) for s in kl if s in clip]
         with open(root_dir + ".log") as f:
             checkpoints = re.findall(r"Checkpoint .* written in ([0-9.]+)s", f.read())
         info["checkpoint_s"] = round(sum(map(float, checkpoints)), 3)
-    results = [
-        result(task, "alf", seed, alf_turns, alf),
-        result(task, "sb3", seed, sb3_turns, report.read_json(out)),
-    ]
+    sb3 = report.read_json(out)
+    results = [result(task, "alf", seed, alf_turns, alf), result(task, "sb3", seed, sb3_turns, sb3)]
     return [dict(r, **info) for r in results]
 
 
@@ -215,15 +197,10 @@ def columns(task: Task) -> list[tuple]:
 def medians_rows(task: Task) -> list[tuple[str, str]]:
     """``(label, key)`` of the medians table (SAC: the keys themselves)."""
     if task.algorithm == "sac":
-        keys = (
-            "wall_s train_s updates_per_sec steady_updates_per_sec updates_per_cpu_sec final_return"
-        )
-        keys += (
-            " best_return cpu_s"
-            if task.threshold is None
-            else " steps_to_threshold time_to_threshold_s"
-        )
-        return [(k, k) for k in keys.split()]
+        keys = ["wall_s", "train_s", "updates_per_sec", "steady_updates_per_sec"]
+        keys += ["updates_per_cpu_sec", "final_return"]
+        keys += ["best_return", "cpu_s"] if task.threshold is None else THRESHOLD_KEYS
+        return [(k, k) for k in keys]
     t = None if task.threshold is None else f"{task.threshold:g}"
     rows = [("wall time s", "wall_s"), ("wall − eval s", "train_s")]
     rows += [("steps/s (wall − eval)", "steps_per_sec")]
@@ -249,17 +226,12 @@ def markdown(task: Task, runs: list[dict]) -> str:
         for i, r in enumerate(runs, 1)
     ]
     by_fw = {fw: [r for r in runs if r["framework"] == fw] for fw in FRAMEWORKS}
-    med = {
-        (fw, k): report.median(r.get(k) for r in by_fw[fw])
-        for fw in FRAMEWORKS
-        for _, k in medians_rows(task)
-    }
-    rows = [[label, fmt(med["alf", k]), fmt(med["sb3", k])] for label, k in medians_rows(task)]
-    for row, (_, k) in zip(rows, medians_rows(task)):
-        row.append(fmt(report.ratio(med["alf", k], med["sb3", k]), 2))
-    reached = {
-        fw: sum(1 for r in by_fw[fw] if r["steps_to_threshold"] is not None) for fw in FRAMEWORKS
-    }
+    rows = []
+    for label, key in medians_rows(task):
+        alf, sb3 = (report.median(r.get(key) for r in by_fw[fw]) for fw in FRAMEWORKS)
+        rows.append([label, fmt(alf), fmt(sb3), fmt(report.ratio(alf, sb3), 2)])
+    counts = [sum(r["steps_to_threshold"] is not None for r in by_fw[fw]) for fw in FRAMEWORKS]
+    counts = [f"{n}/{len(by_fw[fw])}" for n, fw in zip(counts, FRAMEWORKS)]
     pairs = [(a, b) for a in by_fw["alf"] for b in by_fw["sb3"] if a["seed"] == b["seed"]]
 
     def paired(key):
@@ -267,11 +239,7 @@ def markdown(task: Task, runs: list[dict]) -> str:
 
     if task.algorithm == "ppo":
         if task.threshold is not None:
-            rows.append(
-                [f"seeds reaching ≥{task.threshold:g}"]
-                + [f"{reached[fw]}/{len(by_fw[fw])}" for fw in FRAMEWORKS]
-                + [""]
-            )
+            rows.append([f"seeds reaching ≥{task.threshold:g}", *counts, ""])
         faster = sum(
             (a["steady_steps_per_sec"] or 0) > (b["steady_steps_per_sec"] or 0) for a, b in pairs
         )
@@ -289,7 +257,6 @@ def markdown(task: Task, runs: list[dict]) -> str:
             f"{paired('updates_per_sec')}, steady\nupdates/s {paired('steady_updates_per_sec')}."
         )
         if task.threshold is not None:
-            counts = [f"{reached[fw]}/{len(by_fw[fw])}" for fw in FRAMEWORKS]
             paired_text += (
                 f" Eval AverageReturn ≥ {task.threshold:g} within {task.env_steps:,} env\n"
                 f"steps: alf {counts[0]} seeds, SB3 {counts[1]}."
@@ -311,13 +278,12 @@ Eval AverageReturn by env steps:
 
 {report.table(["env steps"] + [f"{r['framework']} s{r['seed']}" for r in runs], curve)}"""
     if task.update_stats:
-        stats = [(r, r["update_stats"]) for r in runs]
-        stats = [[r["framework"], r["seed"], u["iterations"]] for r, u in stats]
-        for row, r in zip(stats, runs):
-            u = r["update_stats"]
-            row += [fmt(u["approx_kl"], 4), fmt(u["clip_fraction"], 3)]
-        header = ["framework", "seed", "iterations"]
-        header += ["approx KL (median)", "clip fraction (median)"]
+        stats = [(r["framework"], r["seed"], r["update_stats"]) for r in runs]
+        stats = [
+            [*r, u["iterations"], fmt(u["approx_kl"], 4), fmt(u["clip_fraction"], 3)]
+            for *r, u in stats
+        ]
+        header = ["framework", "seed", "iterations", "approx KL (median)", "clip fraction (median)"]
         text += f"\n\nPPO update diagnostics:\n\n{report.table(header, stats)}"
     return text
 
