@@ -22,47 +22,30 @@ NAME = "dqn_cart_pole"
 CONF = "alf/examples/dqn_cart_pole_conf.py"
 THRESHOLD = 475.0
 TRAIN_FREQ = 256
-SB3_DQN = dict(
-    learning_rate=2.3e-3,
-    batch_size=64,
-    buffer_size=100_000,
-    learning_starts=1000,
-    gamma=0.99,
-    target_update_interval=10,
-    train_freq=TRAIN_FREQ,
-    gradient_steps=128,
-    exploration_fraction=0.16,
-    exploration_final_eps=0.04,
-    policy_kwargs=dict(net_arch=[256, 256]),
-)
-
-
-def eval_points(max_env_steps: int, every: int = 2_500) -> list[int]:
-    """Env steps at which both evaluate: multiples of ``every`` rounded up to a boundary."""
-    points = [
-        math.ceil(k * every / TRAIN_FREQ) * TRAIN_FREQ for k in range(1, max_env_steps // every + 2)
-    ]
-    return [p for p in points if p <= max_env_steps]
+SB3_DQN = dict(learning_rate=2.3e-3, batch_size=64, buffer_size=100_000, learning_starts=1000)
+SB3_DQN.update(gamma=0.99, target_update_interval=10, train_freq=TRAIN_FREQ, gradient_steps=128)
+SB3_DQN.update(exploration_fraction=0.16, exploration_final_eps=0.04)
+SB3_DQN["policy_kwargs"] = dict(net_arch=[256, 256])
 
 
 class Clock:
-    """Evaluations at ``eval_points``: time since start and time spent evaluating."""
+    """Evaluations at multiples of ``every`` env steps rounded up to a training boundary, up to
+    ``max_env_steps``; time since start and time spent evaluating."""
 
-    def __init__(self, max_env_steps: int):
+    def __init__(self, max_env_steps: int, every: int = 2_500):
         self.start, self.eval_s, self.evals = time.time(), 0.0, []
-        self.points = eval_points(max_env_steps)
+        points = range(every, max_env_steps + every + 1, every)
+        points = (math.ceil(p / TRAIN_FREQ) * TRAIN_FREQ for p in points)
+        self.points = [p for p in points if p <= max_env_steps]
 
-    def due(self, env_steps: int) -> bool:
-        """Whether an evaluation is due at ``env_steps`` (then the points passed are used)."""
+    def evaluate(self, env_steps: int, average_return) -> bool:
+        """Call ``average_return()`` when an evaluation is due (the points passed are used);
+        True when it reaches the threshold."""
         if not self.points or env_steps < self.points[0]:
             return False
         self.points = [p for p in self.points if p > env_steps]
-        return True
-
-    def evaluate(self, env_steps: int, fn) -> bool:
-        """Run ``fn()`` (the average return); True when it reaches the threshold."""
         start = time.time()
-        value = float(fn())
+        value = float(average_return())
         self.eval_s += time.time() - start
         train_s = time.time() - self.start - self.eval_s
         self.evals.append({"env_steps": env_steps, "return": value, "train_s": train_s})
@@ -70,14 +53,9 @@ class Clock:
 
     def result(self, env_steps: int) -> dict:
         hit = next((e for e in self.evals if e["return"] >= THRESHOLD), {})
-        return dict(
-            env_steps=env_steps,
-            wall_s=time.time() - self.start,
-            eval_s=self.eval_s,
-            steps_to_threshold=hit.get("env_steps"),
-            train_s_to_threshold=hit.get("train_s"),
-            evals=self.evals,
-        )
+        result = dict(env_steps=env_steps, wall_s=time.time() - self.start, eval_s=self.eval_s)
+        result.update(steps_to_threshold=hit.get("env_steps"))
+        return dict(result, train_s_to_threshold=hit.get("train_s"), evals=self.evals)
 
 
 def alf_worker(seed: int, max_env_steps: int) -> dict:
@@ -106,8 +84,7 @@ def alf_worker(seed: int, max_env_steps: int) -> dict:
             update_progress(iteration, env_steps, env_steps / max_env_steps)
             env_steps += algorithm.train_iter()
             iteration += 1
-            average = lambda: torch.as_tensor(evaluator.evaluate().average_return)  # noqa: E731
-            if clock.due(env_steps) and clock.evaluate(env_steps, average):
+            if clock.evaluate(env_steps, lambda: evaluator.evaluate().average_return):
                 break
     finally:
         env.close()
@@ -132,9 +109,8 @@ def sb3_worker(seed: int, max_env_steps: int) -> dict:
         stop = False
 
         def _on_rollout_start(self) -> None:
-            steps = self.model.num_timesteps
-            average = lambda: evaluate_policy(self.model, eval_env, 10, deterministic=True)[0]  # noqa: E731
-            self.stop = clock.due(steps) and clock.evaluate(steps, average)
+            average = partial(evaluate_policy, self.model, eval_env, 10, deterministic=True)
+            self.stop = clock.evaluate(self.model.num_timesteps, lambda: average()[0])
 
         def _on_step(self) -> bool:
             return not self.stop

@@ -2,10 +2,8 @@
 
     python -m benchmarks.her_goal [--seeds 0 1 2] [--env_steps 20000] [--variants her no_her]
 
-``alf/examples/sac_her_goal_conf.py`` with ``use_her=True`` (her_proportion 0.8) and
-``use_her=False``, everything else equal (``harness/variants.py``). Success rate: the
-evaluation's ``AverageEnvInfo/is_success``, ``env_info['is_success']`` at the episodes' last
-steps. Results: ``benchmarks/results/her_goal.json`` and a printed table.
+``alf/examples/sac_her_goal_conf.py`` with ``use_her`` True and False; success rate: the
+evaluation's ``AverageEnvInfo/is_success``.
 """
 
 from __future__ import annotations

@@ -23,9 +23,6 @@ CONF = "alf/examples/ppo_mirror_walker_conf.py"
 COEFFS = (1.0, 0.0)
 
 
-# -- measuring one trained run (in its own process: a fresh configuration) -------------
-
-
 def _symmetry_errors(actor, mirror, observations):
     import torch
 
@@ -37,43 +34,37 @@ def _symmetry_errors(actor, mirror, observations):
         return (action - mirror.action(mirrored)).norm(dim=-1)
 
 
-def _play(algorithm, env, num_episodes, seed):
-    """Deterministic episodes, episode ``i`` from ``env.seed(seed + i)``; returns (episode
-    returns, the observations acted on ``[N, 17]``)."""
+def measure(root_dir: str, num_episodes: int, seed: int) -> dict:
+    """Eval return and symmetry error of ``root_dir``'s final policy (and of a freshly
+    initialized one) over deterministic episodes, episode ``i`` from env seed ``1000 + i``.
+    The conf has no data transformer, so observations are the env's."""
     import torch
 
     from alf.algorithms.unroller import AlgorithmPolicy, Unroller
+    from alf.bin.play import build_experiment, load_checkpoint
     from alf.data_structures import StepType
+    from alf.environments.mirrors import WALKER2D_V5_MIRROR as MIRROR
 
+    env, algorithm = build_experiment(root_dir, seed=seed)
+    untrained_state = {k: v.clone() for k, v in algorithm.actor_network.state_dict().items()}
+    algorithm.load_state_dict(load_checkpoint(root_dir)["algorithm"])
     returns, observations = [], []
 
     def observe(time_step):
         if int(time_step.step_type[0]) != StepType.LAST:
             observations.append(time_step.observation[0].clone())
 
-    for episode in range(num_episodes):
-        unroller = Unroller(AlgorithmPolicy(algorithm, "predict"), env)
-        unroller.restart(seed + episode)
-        returns.append(float(unroller.run_episodes(1, observe=observe).average_return))
-    return returns, torch.stack(observations)
-
-
-def measure(root_dir: str, num_episodes: int, seed: int) -> dict:
-    """Eval return and symmetry error of ``root_dir``'s final policy (and of a freshly
-    initialized one). The conf has no data transformer, so observations are the env's."""
-    from alf.bin.play import build_experiment, load_checkpoint
-    from alf.environments.mirrors import WALKER2D_V5_MIRROR
-
-    env, algorithm = build_experiment(root_dir, seed=seed)
-    untrained_state = {k: v.clone() for k, v in algorithm.actor_network.state_dict().items()}
-    algorithm.load_state_dict(load_checkpoint(root_dir)["algorithm"])
     try:
-        returns, observations = _play(algorithm, env, num_episodes, seed=1000)
+        for episode in range(num_episodes):
+            unroller = Unroller(AlgorithmPolicy(algorithm, "predict"), env)
+            unroller.restart(1000 + episode)
+            returns.append(float(unroller.run_episodes(1, observe=observe).average_return))
     finally:
         env.close()
-    trained = _symmetry_errors(algorithm.actor_network, WALKER2D_V5_MIRROR, observations)
+    observations = torch.stack(observations)
+    trained = _symmetry_errors(algorithm.actor_network, MIRROR, observations)
     algorithm.actor_network.load_state_dict(untrained_state)
-    untrained = _symmetry_errors(algorithm.actor_network, WALKER2D_V5_MIRROR, observations)
+    untrained = _symmetry_errors(algorithm.actor_network, MIRROR, observations)
     return {
         "eval_returns": returns,
         "eval_return_mean": statistics.fmean(returns),
@@ -81,9 +72,6 @@ def measure(root_dir: str, num_episodes: int, seed: int) -> dict:
         "symmetry_error": float(trained.mean()),
         "symmetry_error_untrained": float(untrained.mean()),
     }
-
-
-# -- the benchmark -----------------------------------------------------------------------
 
 
 def run_one(args, coeff: float, seed: int) -> list[dict]:

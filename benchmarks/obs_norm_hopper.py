@@ -3,11 +3,8 @@
     python -m benchmarks.obs_norm_hopper [--seeds 0 1 2] [--env_steps 100000]
         [--variants obs_norm raw obs_norm_prenorm] [--prenorm_steps 2048]
 
-``benchmarks/confs/ppo_hopper_obs_norm_conf.py`` per variant: ``raw`` (``obs_norm=False``),
-``obs_norm`` (``obs_norm=True``) and ``obs_norm_prenorm`` (the same plus ``--prenorm_steps``
-prenormalization steps, counted in the budget); ``harness/variants.py`` trains and evaluates
-(10 deterministic episodes, raw rewards). Results: ``benchmarks/results/obs_norm_hopper.json``
-and a printed table.
+``benchmarks/confs/ppo_hopper_obs_norm_conf.py`` with ``obs_norm`` False (``raw``) and True,
+the latter also with ``--prenorm_steps`` prenormalization steps (counted in the budget).
 """
 
 from __future__ import annotations

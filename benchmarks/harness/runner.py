@@ -21,10 +21,10 @@ from benchmarks.harness.interleave import Turns, run_in_turns
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def checkout_env(checkout: str = REPO_DIR) -> dict:
-    """This process's environment with ``checkout`` first on ``PYTHONPATH``."""
+def checkout_env() -> dict:
+    """This process's environment with the checkout first on ``PYTHONPATH``."""
     path = os.environ.get("PYTHONPATH", "")
-    return dict(os.environ, PYTHONPATH=checkout + (os.pathsep + path if path else ""))
+    return dict(os.environ, PYTHONPATH=REPO_DIR + (os.pathsep + path if path else ""))
 
 
 def module_cmd(module: str, *args) -> list[str]:
@@ -34,11 +34,8 @@ def module_cmd(module: str, *args) -> list[str]:
 
 def alf_train_cmd(conf: str, root_dir: str, seed: int, params: list[str]) -> list[str]:
     """alf's training CLI on ``conf`` (relative to the checkout) with ``--conf_param``s."""
-    cmd = module_cmd("alf.bin.train", "--conf", conf, "--root_dir", root_dir)
-    cmd += ["--random_seed", str(seed)]
-    for param in params:
-        cmd += ["--conf_param", param]
-    return cmd
+    cmd = module_cmd("alf.bin.train", "--conf", conf, "--root_dir", root_dir, "--random_seed", seed)
+    return cmd + [arg for param in params for arg in ("--conf_param", param)]
 
 
 def function_cmd(function: str, out: str, **kwargs) -> list[str]:
@@ -55,13 +52,11 @@ def call(function: str, out: str, **kwargs) -> dict:
     return report.read_json(out)
 
 
-def run(cmd: list[str], log_path: str, checkout: str = REPO_DIR) -> Turns:
-    """Run ``cmd`` alone in ``checkout``, output to ``log_path``; raise if it fails."""
+def run(cmd: list[str], log_path: str) -> Turns:
+    """Run ``cmd`` alone, output to ``log_path``; raise if it fails."""
     with open(log_path, "w") as log:
         start, cpu = time.time(), _children_cpu_s()
-        proc = subprocess.run(
-            cmd, cwd=checkout, env=checkout_env(checkout), stdout=log, stderr=subprocess.STDOUT
-        )
+        proc = subprocess.run(cmd, cwd=REPO_DIR, env=checkout_env(), stdout=log, stderr=log)
         end, cpu = time.time(), _children_cpu_s() - cpu
     check_exit(cmd, log_path, proc.returncode)
     return Turns(start=start, end=end, cpu_s=cpu, returncode=proc.returncode)
@@ -99,9 +94,9 @@ def now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def git_commit(checkout: str = REPO_DIR) -> str:
+def git_commit() -> str:
     """The checkout's commit, marked when its ``alf/`` has uncommitted changes."""
-    git = ["git", "-C", checkout]
+    git = ["git", "-C", REPO_DIR]
     commit = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     changed = subprocess.run(git + ["status", "--porcelain", "--", "alf"], capture_output=True)
     return commit.stdout.strip() + (" + uncommitted changes" if changed.stdout.strip() else "")

@@ -1,12 +1,9 @@
 """Steady-state training speed of an alf conf: time ``train_iter`` after a warm-up.
 
-Run as a script, this file is the worker: it imports only alf, torch and the standard
-library, so it times whichever checkout's alf is on ``PYTHONPATH`` (``alf_ab`` points it
-at an older revision). It builds the conf's algorithm through ``PolicyTrainer`` (no
-evaluation), calls ``train_iter()`` ``--warmup`` times untimed, then ``--iterations``
-times, and prints ``RESULT {json}``: env steps, wall and process CPU seconds of the timed
-part. CPU time is the process's own, so other jobs on a shared machine disturb it less
-than wall time. ``measure`` runs the worker in a subprocess and returns that dict.
+As a script, the worker: it imports only alf, torch and the standard library, so it times the
+checkout on ``PYTHONPATH`` (``alf_ab``: an older revision); it builds the conf's algorithm
+through ``PolicyTrainer`` and prints ``RESULT {json}``: env steps, wall and process CPU seconds
+of ``--iterations`` calls after ``--warmup``. ``measure`` runs it in a subprocess.
 """
 
 from __future__ import annotations
