@@ -15,11 +15,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import itertools
+import tempfile
 
 import numpy as np
 import torch
 
-from benchmarks.harness import sb3
+from benchmarks.harness import sb3, steady
 from benchmarks.ppo_halfcheetah import TASK
 
 # SB3 policy parameter -> alf parameter (alf's Linear layers store weights as [out, in] too).
@@ -65,26 +66,15 @@ def sb3_update(seed: int, steps: int) -> dict:
 
 def alf_update(captured: dict) -> tuple[dict, object]:
     """alf's gradients for the same weights and data."""
-    import alf  # noqa: F401
     from alf.algorithms.actor_critic_algorithm import ActorCriticRolloutInfo
-    from alf.algorithms.config import TrainerConfig
     from alf.data_structures import Experience, StepType, TimeStep
-    from alf.environments.utils import create_environment
-    from alf.trainers.policy_trainer import create_algorithm
-    from alf.utils.common import parse_conf_file
 
     steps = captured["buffer"]["observations"].shape[0]
-    params = ["TrainerConfig.root_dir='/tmp/check_ppo_update'"]
-    params += [
+    params = [
         f"TrainerConfig.mini_batch_size={steps}",
         "TrainerConfig.num_updates_per_train_iter=1",
     ]
-    parse_conf_file(TASK.conf, params, [])
-    env = create_environment()
-    try:
-        alg = create_algorithm(TrainerConfig(), env)
-    finally:
-        env.close()
+    alg = steady.alf_algorithm(TASK.conf, 0, tempfile.mkdtemp(prefix="check_ppo_"), params)
     state = alg.state_dict()
     for sb3_name, alf_name in PARAMETER_MAP.items():
         state[alf_name] = captured["weights"][sb3_name].reshape(state[alf_name].shape)

@@ -21,7 +21,7 @@ import torch
 from alf.environments.utils import create_environment
 from alf.networks.actor_distribution_networks import ActorDistributionNetwork
 from alf.networks.value_networks import ValueNetwork
-from benchmarks.harness import cli
+from benchmarks.harness import cli, report
 from tests.algorithms.algorithm_test_utils import evaluate
 from tests.algorithms.test_recurrent_ppo import MEMORY_ENV, _config, _memory_ppo, _rnn_networks
 
@@ -66,23 +66,19 @@ def run(name: str, seed: int, iterations: int) -> list[dict]:
 
 
 def table(runs: list[dict]) -> str:
-    lines = [
-        "| variant | seeds | final eval return (median) | per seed | env steps to ≥ 0.9 "
-        "(per seed) | wall s (median) |",
-        "|---|---|---|---|---|---|",
-    ]
+    rows = []
     for name in variants():
-        rs = [r for r in runs if r["variant"] == name]
-        if not rs:
+        mine = [r for r in runs if r["variant"] == name]
+        if not mine:
             continue
-        finals = [r["final_return"] for r in rs]
-        reached = ", ".join(f"{r['steps_to_0_9']:,}" if r["steps_to_0_9"] else "—" for r in rs)
-        lines.append(
-            f"| {name} | {len(rs)} | {statistics.median(finals):.3f} | "
-            f"{', '.join(f'{f:.3f}' for f in finals)} | {reached} | "
-            f"{statistics.median(r['wall_s'] for r in rs):.1f} |"
-        )
-    return "\n".join(lines)
+        finals = [r["final_return"] for r in mine]
+        reached = ", ".join(f"{r['steps_to_0_9']:,}" if r["steps_to_0_9"] else "—" for r in mine)
+        row = [name, len(mine), f"{statistics.median(finals):.3f}"]
+        row += [", ".join(f"{f:.3f}" for f in finals), reached]
+        rows.append(row + [f"{statistics.median(r['wall_s'] for r in mine):.1f}"])
+    header = ["variant", "seeds", "final eval return (median)", "per seed"]
+    header += ["env steps to ≥ 0.9 (per seed)", "wall s (median)"]
+    return report.table(header, rows)
 
 
 def main() -> None:
