@@ -20,11 +20,9 @@ import tempfile
 
 from benchmarks.harness import report, runner, steady
 
-#: task -> (conf, warm-up iterations, timed iterations, conf params)
-TASKS = {
-    "ppo_cartpole": ("alf/examples/ppo_cart_pole_conf.py", 2, 100, []),
-    "sac_pendulum": ("alf/examples/sac_pendulum_conf.py", 300, 1000, []),
-}
+#: task -> (conf, warm-up iterations, timed iterations)
+TASKS = dict(ppo_cartpole=("alf/examples/ppo_cart_pole_conf.py", 2, 100))
+TASKS["sac_pendulum"] = ("alf/examples/sac_pendulum_conf.py", 300, 1000)
 CHECKOUTS = ("base", "current")
 
 
@@ -44,18 +42,11 @@ def summarize(runs: list[dict]) -> dict:
     for r in runs:
         per_step[r["checkout"]][r["repeat"]] = 1e6 * r["cpu_s"] / r["env_steps"]
     medians = {c: report.median(per_step[c].values()) for c in CHECKOUTS}
-    paired = [
-        per_step["base"][i] / per_step["current"][i]
-        for i in per_step["base"]
-        if i in per_step["current"]
-    ]
-    fastest = {c: min(per_step[c].values()) for c in CHECKOUTS}
-    return dict(
-        cpu_us_per_step=medians,
-        speed_ratio=report.ratio(medians["base"], medians["current"]),
-        paired_speed_ratio=report.median(paired),
-        fastest_speed_ratio=fastest["base"] / fastest["current"],
-    )
+    base, current = (per_step[c] for c in CHECKOUTS)
+    paired = [base[i] / current[i] for i in base if i in current]
+    summary = dict(cpu_us_per_step=medians, speed_ratio=report.ratio(*medians.values()))
+    summary.update(paired_speed_ratio=report.median(paired))
+    return dict(summary, fastest_speed_ratio=min(base.values()) / min(current.values()))
 
 
 def main() -> None:
@@ -66,7 +57,7 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, help="timed train_iter calls per run")
     parser.add_argument("--out", help="also write the runs and summary to this JSON file")
     args = parser.parse_args()
-    conf, warmup, iterations, params = TASKS[args.task]
+    conf, warmup, iterations = TASKS[args.task]
     iterations = args.iterations or iterations
     runs = []
     with tempfile.TemporaryDirectory(prefix="alf_ab_") as tmp:
@@ -76,7 +67,7 @@ def main() -> None:
         checkouts = dict(base=export(args.base, os.path.join(tmp, "a")), current=current)
         for repeat in range(args.repeats):
             for name in CHECKOUTS[:: 1 if repeat % 2 == 0 else -1]:  # ABBA: order effects cancel
-                result = steady.measure(checkouts[name], conf, repeat, warmup, iterations, params)
+                result = steady.measure(checkouts[name], conf, repeat, warmup, iterations)
                 runs.append(dict(result, checkout=name, repeat=repeat, load=runner.load_average()))
                 cpu_us = 1e6 * result["cpu_s"] / result["env_steps"]
                 wall_us = 1e6 * result["wall_s"] / result["env_steps"]

@@ -16,7 +16,7 @@ import os
 import time
 from functools import partial
 
-from benchmarks.harness import cli, report, runner
+from benchmarks.harness import cli, report, runner, sb3
 
 NAME = "dqn_cart_pole"
 CONF = "alf/examples/dqn_cart_pole_conf.py"
@@ -94,13 +94,10 @@ def alf_worker(seed: int, max_env_steps: int) -> dict:
 
 def sb3_worker(seed: int, max_env_steps: int) -> dict:
     import gymnasium as gym
-    import torch
-    from stable_baselines3 import DQN
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.evaluation import evaluate_policy
     from stable_baselines3.common.monitor import Monitor
 
-    torch.set_num_threads(1)
     clock = Clock(max_env_steps)
     eval_env = Monitor(gym.make("CartPole-v1"))
     eval_env.reset(seed=seed + 999)
@@ -115,7 +112,7 @@ def sb3_worker(seed: int, max_env_steps: int) -> dict:
         def _on_step(self) -> bool:
             return not self.stop
 
-    model = DQN("MlpPolicy", gym.make("CartPole-v1"), seed=seed, device="cpu", **SB3_DQN)
+    model = sb3.model(dict(algorithm="dqn", env_name="CartPole-v1", sb3=SB3_DQN), seed)
     # One more rollout than the budget, so that the evaluation at the budget runs.
     model.learn(total_timesteps=max_env_steps + TRAIN_FREQ, callback=EvalAtRolloutStart())
     return clock.result(int(model.num_timesteps))

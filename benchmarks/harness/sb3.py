@@ -18,10 +18,10 @@ def _linear(start: float, progress_remaining: float) -> float:
 
 
 def model(task: dict, seed: int, **overrides):
-    """SB3's PPO or SAC for ``task`` (``{"linear": v}`` schedules, activations by name)."""
+    """SB3's DQN, PPO or SAC for ``task`` (``{"linear": v}`` schedules, activations by name)."""
     import gymnasium as gym
     import torch
-    from stable_baselines3 import PPO, SAC
+    from stable_baselines3 import DQN, PPO, SAC
     from stable_baselines3.common.env_util import make_vec_env
 
     torch.set_num_threads(1)
@@ -29,14 +29,17 @@ def model(task: dict, seed: int, **overrides):
     policy_kwargs = dict(kwargs.pop("policy_kwargs", {}))
     if "activation_fn" in policy_kwargs:
         policy_kwargs["activation_fn"] = getattr(torch.nn, policy_kwargs["activation_fn"])
-    if task["algorithm"] == "sac":
+    if task["algorithm"] == "ppo":
+        for name in ("learning_rate", "clip_range"):
+            if isinstance(kwargs[name], dict):
+                kwargs[name] = partial(_linear, float(kwargs[name]["linear"]))
+        env = make_vec_env(task["env_name"], n_envs=task["num_envs"], seed=seed)
+    else:
         env = gym.make(task["env_name"])
-        return SAC("MlpPolicy", env, seed=seed, device="cpu", policy_kwargs=policy_kwargs, **kwargs)
-    for name in ("learning_rate", "clip_range"):
-        if isinstance(kwargs[name], dict):
-            kwargs[name] = partial(_linear, float(kwargs[name]["linear"]))
-    env = make_vec_env(task["env_name"], n_envs=task["num_envs"], seed=seed)
-    return PPO("MlpPolicy", env, seed=seed, device="cpu", policy_kwargs=policy_kwargs, **kwargs)
+    algorithm = dict(dqn=DQN, ppo=PPO, sac=SAC)[task["algorithm"]]
+    return algorithm(
+        "MlpPolicy", env, seed=seed, device="cpu", policy_kwargs=policy_kwargs, **kwargs
+    )
 
 
 def learn(task: dict, seed: int) -> dict:
@@ -47,12 +50,11 @@ def learn(task: dict, seed: int) -> dict:
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.evaluation import evaluate_policy
 
-    eval_seed, ppo = seed + 999, task["algorithm"] == "ppo"
-    eval_env = (
-        make_vec_env(task["env_name"], n_envs=10, seed=eval_seed)
-        if ppo
-        else gym.make(task["env_name"])
-    )
+    eval_seed, ppo, every = seed + 999, task["algorithm"] == "ppo", task["eval_every"]
+    if ppo:
+        eval_env = make_vec_env(task["env_name"], n_envs=10, seed=eval_seed)
+    else:
+        eval_env = gym.make(task["env_name"])
     evals, rates, stats = [], [], []
 
     def evaluate(sb3_model):
@@ -66,25 +68,22 @@ def learn(task: dict, seed: int) -> dict:
         begin, begin_steps, last_eval = None, 0, 0
 
         def _on_rollout_start(self) -> None:  # PPO: the previous iteration's update is done
-            logged = self.model.logger.name_to_value
-            if ppo and "train/clip_fraction" in logged:
+            logged, steps = self.model.logger.name_to_value, self.num_timesteps
+            if not ppo:
+                return
+            if "train/clip_fraction" in logged:
                 stats.append(
                     {n: float(logged[f"train/{n}"]) for n in ("approx_kl", "clip_fraction")}
                 )
-            if ppo and self.begin is not None:
-                rates.append(
-                    (self.num_timesteps - self.begin_steps) / max(time.time() - self.begin, 1e-9)
-                )
-            if (
-                ppo
-                and self.num_timesteps // task["eval_every"] > self.last_eval // task["eval_every"]
-            ):
+            if self.begin is not None:
+                rates.append((steps - self.begin_steps) / max(time.time() - self.begin, 1e-9))
+            if steps // every > self.last_eval // every:
                 evaluate(self.model)
-                self.last_eval = self.num_timesteps
-            self.begin, self.begin_steps = time.time(), self.num_timesteps
+                self.last_eval = steps
+            self.begin, self.begin_steps = time.time(), steps
 
         def _on_step(self) -> bool:
-            if not ppo and self.num_timesteps % task["eval_every"] == 0:
+            if not ppo and self.num_timesteps % every == 0:
                 evaluate(self.model)
             return True
 
@@ -92,14 +91,8 @@ def learn(task: dict, seed: int) -> dict:
     sb3_model.learn(task["env_steps"], callback=Callback())
     if ppo:
         evaluate(sb3_model)
-    updates = int(sb3_model._n_updates)
-    return dict(
-        env_steps=sb3_model.num_timesteps,
-        updates=updates,
-        evals=evals,
-        loop_rates=rates,
-        update_stats=stats,
-    )
+    result = dict(env_steps=sb3_model.num_timesteps, updates=int(sb3_model._n_updates))
+    return dict(result, evals=evals, loop_rates=rates, update_stats=stats)
 
 
 def steady_state(task: dict, seed: int, iterations: int, flush_denormal: bool) -> dict:
