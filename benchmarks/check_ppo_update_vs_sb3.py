@@ -39,16 +39,7 @@ def sb3_update(seed: int, steps: int) -> dict:
     """One SB3 PPO update on a fresh rollout: weights before, buffer, gradients."""
     one_update = dict(n_steps=steps, batch_size=steps, n_epochs=1, max_grad_norm=1e9)
     model = sb3.model(dataclasses.asdict(TASK), seed, **one_update)
-    captured = {}
-    optimizer = model.policy.optimizer
-    original_step = optimizer.step
-
-    def step(*args, **kw):
-        captured["grads"] = {n: p.grad.detach().clone() for n, p in model.policy.named_parameters()}
-        return original_step(*args, **kw)
-
-    optimizer.step = step
-    original_train = model.train
+    captured, original_train = {}, model.train
 
     def train():
         captured["weights"] = {n: p.detach().clone() for n, p in model.policy.named_parameters()}
@@ -60,7 +51,8 @@ def sb3_update(seed: int, steps: int) -> dict:
         original_train()
 
     model.train = train
-    model.learn(steps)
+    model.learn(steps)  # one backward pass: its gradients stay in ``.grad``
+    captured["grads"] = {n: p.grad.detach().clone() for n, p in model.policy.named_parameters()}
     return captured
 
 

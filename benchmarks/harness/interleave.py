@@ -28,11 +28,8 @@ class Turns:
 
     def running_s(self, t0: float, t1: float) -> float:
         """Seconds the process ran between wall-clock times ``t0`` and ``t1``."""
-        stopped = 0.0
-        for a, b in self.stops:
-            b = t1 if b is None else b
-            stopped += max(0.0, min(t1, b) - max(t0, a))
-        return (t1 - t0) - stopped
+        stops = ((a, t1 if b is None else b) for a, b in self.stops)
+        return (t1 - t0) - sum(max(0.0, min(t1, b) - max(t0, a)) for a, b in stops)
 
     @property
     def wall_s(self) -> float:

@@ -118,9 +118,8 @@ def result(task: Task, framework: str, seed: int, turns, run: dict) -> dict:
     ]
     steady_rate = report.median(rates)
     hit = next((e for e in curve if task.threshold is not None and e[1] >= task.threshold), None)
-    record = dict(
-        framework=framework, seed=seed, env_steps=int(run["env_steps"]), updates=run["updates"]
-    )
+    record = dict(framework=framework, seed=seed, env_steps=int(run["env_steps"]))
+    record["updates"] = run["updates"]
     record.update(wall_s=wall, eval_s=eval_s, train_s=wall - eval_s, cpu_s=turns.cpu_s)
     record[f"{unit}_per_sec"] = count / (wall - eval_s)
     record[f"steady_{unit}_per_sec"] = steady_rate
@@ -131,11 +130,8 @@ def result(task: Task, framework: str, seed: int, turns, run: dict) -> dict:
         stats = run["update_stats"]
         record["startup_s"] = steady_rate and curve[0][2] - curve[0][0] / steady_rate
         record["loop_steps_per_sec"] = report.median(run["loop_rates"])
-        record["update_stats"] = dict(
-            iterations=len(stats),
-            approx_kl=report.median(s["approx_kl"] for s in stats),
-            clip_fraction=report.median(s["clip_fraction"] for s in stats),
-        )
+        medians = {k: report.median(s[k] for s in stats) for k in UPDATE_STATS}
+        record["update_stats"] = dict(iterations=len(stats), **medians)
     return dict(record, evals=curve)
 
 
@@ -175,10 +171,8 @@ def columns(task: Task) -> list[tuple]:
         cols += [("start-up s (est.)", "startup_s")] * task.startup
         cols += [("own per-iteration steps/s (median)", "loop_steps_per_sec", 0)]
         if t:
-            cols += [
-                (f"steps to ≥{t}", "steps_to_threshold", 1, "never"),
-                (f"time to ≥{t} s", "time_to_threshold_s"),
-            ]
+            cols += [(f"steps to ≥{t}", "steps_to_threshold", 1, "never")]
+            cols += [(f"time to ≥{t} s", "time_to_threshold_s")]
         return cols + [("final eval return", "final_return"), ("best eval return", "best_return")]
     cols = [("wall s", "wall_s"), ("eval s", "eval_s"), ("wall − eval s", "train_s")]
     cols += [("updates", "updates")]
@@ -188,10 +182,8 @@ def columns(task: Task) -> list[tuple]:
         cols += [("CPU s", "cpu_s"), ("best eval return", "best_return")]
         return cols + [("load avg (1 min) start → end", _load)]
     cols += [(f"≥ {t} reached", lambda r: "yes" if r["steps_to_threshold"] else "no")]
-    return cols + [
-        (f"env steps to ≥ {t}", "steps_to_threshold"),
-        (f"time to ≥ {t} s", "time_to_threshold_s"),
-    ]
+    cols += [(f"env steps to ≥ {t}", "steps_to_threshold")]
+    return cols + [(f"time to ≥ {t} s", "time_to_threshold_s")]
 
 
 def medians_rows(task: Task) -> list[tuple[str, str]]:
