@@ -45,6 +45,6 @@ def run(args, name: str, render: Callable, jobs: Iterable[Callable], block=True,
         print(json.dumps([{k: v for k, v in r.items() if k != "evals"} for r in new]), flush=True)
         if block:
             report.write_block(block, render(record["runs"]))
-    if block:
+    if block and args.report_only:
         report.write_block(block, render(record["runs"]))
     print(render(record["runs"]))
