@@ -2,19 +2,12 @@
 
     python -m benchmarks.alf_ab --base 293c6c0 --task ppo_cartpole [--repeats 5]
 
-Exports ``alf/`` of ``--base`` (``git archive``) and of this checkout's working tree (as it
-is, uncommitted changes included) into two directories of a temporary one whose paths have the
-same length (the environment's size can shift memory layout and speed by a few percent), then
-times the same example conf on both, alternating in counterbalanced order (base, current,
-current, base, ...: in a busy machine's runs the second of a pair was slower more often than
-not, so each checkout goes first in half the pairs). Each run is a fresh process with
-``PYTHONPATH`` and ``cwd`` at its checkout, one torch thread, building the conf's
-algorithm through ``PolicyTrainer`` and timing ``train_iter`` after a warm-up
-(``benchmarks/harness/steady.py``; each checkout runs its own copy of the conf).
-Reports per run the process CPU time per env step (SAC: one update per env step), the
-medians, and the speed ratio current / base = base CPU time per step / current CPU time
-per step (> 1: the current checkout is faster), also as the median of the per-repeat
-paired ratios and as the ratio of the fastest runs.
+``alf/`` of ``--base`` and of this working tree (uncommitted changes included) are copied to
+two paths of the same length (the environment's size can shift speed by a few percent) and
+timed on the same example conf (``harness/steady.py``), alternating base, current, current,
+base, ... (the second of a pair tends to be slower). Reported: process CPU time per env step
+and the speed ratio current / base (> 1: current is faster), of the medians, as the median of
+the per-repeat ratios and of the fastest runs.
 """
 
 from __future__ import annotations
@@ -27,51 +20,33 @@ import tempfile
 
 from benchmarks.harness import report, runner, steady
 
-#: task -> (conf, warm-up iterations, timed iterations, conf params)
-TASKS = {
-    "ppo_cartpole": ("alf/examples/ppo_cart_pole_conf.py", 2, 100, []),
-    "sac_pendulum": ("alf/examples/sac_pendulum_conf.py", 300, 1000, []),
-}
+#: task -> (conf, warm-up iterations, timed iterations)
+TASKS = dict(ppo_cartpole=("alf/examples/ppo_cart_pole_conf.py", 2, 100))
+TASKS["sac_pendulum"] = ("alf/examples/sac_pendulum_conf.py", 300, 1000)
 CHECKOUTS = ("base", "current")
 
 
 def export(rev: str, into: str) -> str:
     """``alf/`` of git revision ``rev`` under the new directory ``into``."""
     os.makedirs(into)
-    archive = subprocess.run(
-        ["git", "archive", "--format=tar", rev, "alf"],
-        cwd=runner.REPO_DIR,
-        capture_output=True,
-        check=True,
-    )
+    git_archive = ["git", "archive", "--format=tar", rev, "alf"]
+    archive = subprocess.run(git_archive, cwd=runner.REPO_DIR, capture_output=True, check=True)
     subprocess.run(["tar", "-x", "-C", into], input=archive.stdout, check=True)
     return into
 
 
 def summarize(runs: list[dict]) -> dict:
-    """Median CPU µs per env step of each checkout and the current / base speed ratios: of the
-    medians, median of the per-repeat ratios, and of the fastest runs (other jobs on the
-    machine only ever add time, so the fastest run is the least disturbed).
-
-    Args:
-        runs: ``{checkout, repeat, cpu_s, wall_s, env_steps}`` per run.
-    """
+    """Median CPU µs per env step of each checkout and the speed ratios current / base (other
+    jobs only ever add time: the fastest run is the least disturbed)."""
     per_step = {c: {} for c in CHECKOUTS}
     for r in runs:
         per_step[r["checkout"]][r["repeat"]] = 1e6 * r["cpu_s"] / r["env_steps"]
     medians = {c: report.median(per_step[c].values()) for c in CHECKOUTS}
-    paired = [
-        per_step["base"][i] / per_step["current"][i]
-        for i in per_step["base"]
-        if i in per_step["current"]
-    ]
-    fastest = {c: min(per_step[c].values()) for c in CHECKOUTS}
-    return dict(
-        cpu_us_per_step=medians,
-        speed_ratio=report.ratio(medians["base"], medians["current"]),
-        paired_speed_ratio=report.median(paired),
-        fastest_speed_ratio=fastest["base"] / fastest["current"],
-    )
+    base, current = (per_step[c] for c in CHECKOUTS)
+    paired = [base[i] / current[i] for i in base if i in current]
+    summary = dict(cpu_us_per_step=medians, speed_ratio=report.ratio(*medians.values()))
+    summary.update(paired_speed_ratio=report.median(paired))
+    return dict(summary, fastest_speed_ratio=min(base.values()) / min(current.values()))
 
 
 def main() -> None:
@@ -82,19 +57,17 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, help="timed train_iter calls per run")
     parser.add_argument("--out", help="also write the runs and summary to this JSON file")
     args = parser.parse_args()
-    conf, warmup, iterations, params = TASKS[args.task]
+    conf, warmup, iterations = TASKS[args.task]
     iterations = args.iterations or iterations
     runs = []
     with tempfile.TemporaryDirectory(prefix="alf_ab_") as tmp:
         current = os.path.join(tmp, "b")
         ignore = shutil.ignore_patterns("__pycache__")
-        shutil.copytree(
-            os.path.join(runner.REPO_DIR, "alf"), os.path.join(current, "alf"), ignore=ignore
-        )
+        shutil.copytree(f"{runner.REPO_DIR}/alf", f"{current}/alf", ignore=ignore)
         checkouts = dict(base=export(args.base, os.path.join(tmp, "a")), current=current)
         for repeat in range(args.repeats):
             for name in CHECKOUTS[:: 1 if repeat % 2 == 0 else -1]:  # ABBA: order effects cancel
-                result = steady.measure(checkouts[name], conf, repeat, warmup, iterations, params)
+                result = steady.measure(checkouts[name], conf, repeat, warmup, iterations)
                 runs.append(dict(result, checkout=name, repeat=repeat, load=runner.load_average()))
                 cpu_us = 1e6 * result["cpu_s"] / result["env_steps"]
                 wall_us = 1e6 * result["wall_s"] / result["env_steps"]

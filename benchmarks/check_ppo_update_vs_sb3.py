@@ -2,64 +2,44 @@
 
     python -m benchmarks.check_ppo_update_vs_sb3 [--seed 0] [--steps 512]
 
-SB3's PPO (the HalfCheetah-v5 settings of ``ppo_halfcheetah``, but one epoch of one
-minibatch holding the whole rollout, and no gradient clipping) collects a real rollout
-and makes one update; its weights, rollout buffer (observations, actions, old
-log-probabilities and values, advantages, returns) and gradients are captured. alf's
-``PPOAlgorithm`` from ``benchmarks/confs/ppo_halfcheetah_bench_conf.py`` gets the same
-weights and computes its update on the same data (SB3's advantages and returns are
-handed in, so this checks the loss and its gradient; GAE is tested on its own in
-``tests/utils/test_value_ops.py``). Printed: each parameter's gradient from both and their
-largest relative difference, and the loss terms. A difference beyond float rounding
-(relative 1e-4) would mean the two frameworks do not run the same algorithm.
+SB3's PPO (``ppo_halfcheetah``'s settings, but one epoch of one minibatch holding the whole
+rollout and no gradient clipping) collects a rollout and makes one update; alf's
+``PPOAlgorithm`` (``benchmarks/confs/ppo_halfcheetah_bench_conf.py``) gets the same weights and
+data (SB3's advantages and returns). Printed: each parameter's gradients and their largest
+relative difference, the loss, and alf's GAE against SB3's advantages. Float rounding stays
+below a relative 1e-4.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import itertools
+import tempfile
 
 import numpy as np
 import torch
 
-from benchmarks.ppo_halfcheetah import SB3_PPO, TASK
-
-CONF = TASK.conf  # relative to the repository root, where this runs
+from benchmarks.harness import sb3, steady
+from benchmarks.ppo_halfcheetah import TASK
 
 # SB3 policy parameter -> alf parameter (alf's Linear layers store weights as [out, in] too).
 _ACTOR, _CRITIC = "_actor_network._encoding_net._fc_layers", "_value_network._fc_layers"
-_MEANS = "_actor_network._projection_net._means_projection_layer"
+_HEADS = {0: ("action_net", "_actor_network._projection_net._means_projection_layer")}
+_HEADS[1] = ("value_net", f"{_CRITIC}.2")
 PARAMETER_MAP = {"log_std": "_actor_network._projection_net._std"}
-for i, w in ((i, w) for i in (0, 1) for w in ("weight", "bias")):
+for i, w in itertools.product((0, 1), ("weight", "bias")):
     PARAMETER_MAP[f"mlp_extractor.policy_net.{2 * i}.{w}"] = f"{_ACTOR}.{i}.{w}"
     PARAMETER_MAP[f"mlp_extractor.value_net.{2 * i}.{w}"] = f"{_CRITIC}.{i}.{w}"
-    PARAMETER_MAP[f"{('action_net', 'value_net')[i]}.{w}"] = (f"{_MEANS}.{w}", f"{_CRITIC}.2.{w}")[
-        i
-    ]
+    PARAMETER_MAP[f"{_HEADS[i][0]}.{w}"] = f"{_HEADS[i][1]}.{w}"
 BUFFER = "observations actions rewards episode_starts log_probs values advantages returns"
 
 
 def sb3_update(seed: int, steps: int) -> dict:
     """One SB3 PPO update on a fresh rollout: weights before, buffer, gradients."""
-    import gymnasium as gym
-    from stable_baselines3 import PPO
-
-    kwargs = dict(SB3_PPO)
-    kwargs.update(n_steps=steps, batch_size=steps, n_epochs=1, max_grad_norm=1e9)
-    kwargs.pop("policy", None)
-    policy_kwargs = dict(kwargs.pop("policy_kwargs"))
-    policy_kwargs["activation_fn"] = getattr(torch.nn, policy_kwargs["activation_fn"])
-    env = gym.make("HalfCheetah-v5")
-    model = PPO("MlpPolicy", env, seed=seed, device="cpu", policy_kwargs=policy_kwargs, **kwargs)
-    captured = {}
-    optimizer = model.policy.optimizer
-    original_step = optimizer.step
-
-    def step(*args, **kw):
-        captured["grads"] = {n: p.grad.detach().clone() for n, p in model.policy.named_parameters()}
-        return original_step(*args, **kw)
-
-    optimizer.step = step
-    original_train = model.train
+    one_update = dict(n_steps=steps, batch_size=steps, n_epochs=1, max_grad_norm=1e9)
+    model = sb3.model(dataclasses.asdict(TASK), seed, **one_update)
+    captured, original_train = {}, model.train
 
     def train():
         captured["weights"] = {n: p.detach().clone() for n, p in model.policy.named_parameters()}
@@ -71,32 +51,22 @@ def sb3_update(seed: int, steps: int) -> dict:
         original_train()
 
     model.train = train
-    model.learn(steps)
+    model.learn(steps)  # one backward pass: its gradients stay in ``.grad``
+    captured["grads"] = {n: p.grad.detach().clone() for n, p in model.policy.named_parameters()}
     return captured
 
 
 def alf_update(captured: dict) -> tuple[dict, object]:
     """alf's gradients for the same weights and data."""
-    import alf  # noqa: F401
     from alf.algorithms.actor_critic_algorithm import ActorCriticRolloutInfo
-    from alf.algorithms.config import TrainerConfig
     from alf.data_structures import Experience, StepType, TimeStep
-    from alf.environments.utils import create_environment
-    from alf.trainers.policy_trainer import create_algorithm
-    from alf.utils.common import parse_conf_file
 
     steps = captured["buffer"]["observations"].shape[0]
-    params = ["TrainerConfig.root_dir='/tmp/check_ppo_update'"]
-    params += [
+    params = [
         f"TrainerConfig.mini_batch_size={steps}",
         "TrainerConfig.num_updates_per_train_iter=1",
     ]
-    parse_conf_file(CONF, params, [])
-    env = create_environment()
-    try:
-        alg = create_algorithm(TrainerConfig(), env)
-    finally:
-        env.close()
+    alg = steady.alf_algorithm(TASK.conf, 0, tempfile.mkdtemp(prefix="check_ppo_"), params)
     state = alg.state_dict()
     for sb3_name, alf_name in PARAMETER_MAP.items():
         state[alf_name] = captured["weights"][sb3_name].reshape(state[alf_name].shape)

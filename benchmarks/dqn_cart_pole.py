@@ -1,74 +1,51 @@
 """DQN on CartPole-v1: env steps until eval AverageReturn >= 475, alf vs Stable-Baselines3.
 
-    python -m benchmarks.dqn_cart_pole [--seeds 0 1 2] [--max_env_steps 50000]
-    python -m benchmarks.dqn_cart_pole --report_only
+    python -m benchmarks.dqn_cart_pole [--seeds 0 1 2] [--max_env_steps 50000] [--report_only]
 
-For each seed alf (``alf/examples/dqn_cart_pole_conf.py``, whose docstring maps
-rl-baselines3-zoo's CartPole-v1 DQN hyperparameters onto alf's) and then SB3's ``DQN`` with
-those hyperparameters train in a fresh process each, one torch thread. Both collect 256 steps,
-then make 128 updates; both evaluate 10 greedy episodes on a separate env every 2,500 env steps
-rounded up to the next training boundary (2,560, 5,120, 7,680, ...) and stop at the first
-evaluation >= 475 or at ``--max_env_steps``. alf runs the conf's algorithm in a loop like
-``PolicyTrainer``'s (``train_iter``) without summaries or checkpoints; SB3 evaluates in a
-callback at the start of each rollout, right after the previous training phase.
+Per seed, alf (``alf/examples/dqn_cart_pole_conf.py``: rl-baselines3-zoo's hyperparameters)
+and then SB3's ``DQN`` with the same ones train in fresh processes, one torch thread: 256
+steps, then 128 updates; 10 greedy eval episodes every 2,500 env steps rounded up to a
+training boundary, until the first eval >= 475 or ``--max_env_steps``. alf runs a loop like
+``PolicyTrainer``'s without summaries or checkpoints; SB3 evaluates at the start of each rollout.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import os
-import sys
 import time
+from functools import partial
 
-from benchmarks.harness import report, runner
+from benchmarks.harness import cli, report, runner, sb3
 
 NAME = "dqn_cart_pole"
 CONF = "alf/examples/dqn_cart_pole_conf.py"
 THRESHOLD = 475.0
 TRAIN_FREQ = 256
-SB3_DQN = dict(
-    learning_rate=2.3e-3,
-    batch_size=64,
-    buffer_size=100_000,
-    learning_starts=1000,
-    gamma=0.99,
-    target_update_interval=10,
-    train_freq=TRAIN_FREQ,
-    gradient_steps=128,
-    exploration_fraction=0.16,
-    exploration_final_eps=0.04,
-    policy_kwargs=dict(net_arch=[256, 256]),
-)
-
-
-def eval_points(max_env_steps: int, every: int = 2_500) -> list[int]:
-    """Env steps at which both evaluate: multiples of ``every`` rounded up to a boundary."""
-    points = [
-        math.ceil(k * every / TRAIN_FREQ) * TRAIN_FREQ for k in range(1, max_env_steps // every + 2)
-    ]
-    return [p for p in points if p <= max_env_steps]
+SB3_DQN = dict(learning_rate=2.3e-3, batch_size=64, buffer_size=100_000, learning_starts=1000)
+SB3_DQN.update(gamma=0.99, target_update_interval=10, train_freq=TRAIN_FREQ, gradient_steps=128)
+SB3_DQN.update(exploration_fraction=0.16, exploration_final_eps=0.04)
+SB3_DQN["policy_kwargs"] = dict(net_arch=[256, 256])
 
 
 class Clock:
-    """Evaluations at ``eval_points``: time since start and time spent evaluating."""
+    """Evaluations at multiples of ``every`` env steps rounded up to a training boundary, up to
+    ``max_env_steps``; time since start and time spent evaluating."""
 
-    def __init__(self, max_env_steps: int):
+    def __init__(self, max_env_steps: int, every: int = 2_500):
         self.start, self.eval_s, self.evals = time.time(), 0.0, []
-        self.points = eval_points(max_env_steps)
+        points = range(every, max_env_steps + every + 1, every)
+        points = (math.ceil(p / TRAIN_FREQ) * TRAIN_FREQ for p in points)
+        self.points = [p for p in points if p <= max_env_steps]
 
-    def due(self, env_steps: int) -> bool:
-        """Whether an evaluation is due at ``env_steps`` (then the points passed are used)."""
+    def evaluate(self, env_steps: int, average_return) -> bool:
+        """Call ``average_return()`` when an evaluation is due (the points passed are used);
+        True when it reaches the threshold."""
         if not self.points or env_steps < self.points[0]:
             return False
         self.points = [p for p in self.points if p > env_steps]
-        return True
-
-    def evaluate(self, env_steps: int, fn) -> bool:
-        """Run ``fn()`` (the average return); True when it reaches the threshold."""
         start = time.time()
-        value = float(fn())
+        value = float(average_return())
         self.eval_s += time.time() - start
         train_s = time.time() - self.start - self.eval_s
         self.evals.append({"env_steps": env_steps, "return": value, "train_s": train_s})
@@ -76,14 +53,9 @@ class Clock:
 
     def result(self, env_steps: int) -> dict:
         hit = next((e for e in self.evals if e["return"] >= THRESHOLD), {})
-        return dict(
-            env_steps=env_steps,
-            wall_s=time.time() - self.start,
-            eval_s=self.eval_s,
-            steps_to_threshold=hit.get("env_steps"),
-            train_s_to_threshold=hit.get("train_s"),
-            evals=self.evals,
-        )
+        result = dict(env_steps=env_steps, wall_s=time.time() - self.start, eval_s=self.eval_s)
+        result.update(steps_to_threshold=hit.get("env_steps"))
+        return dict(result, train_s_to_threshold=hit.get("train_s"), evals=self.evals)
 
 
 def alf_worker(seed: int, max_env_steps: int) -> dict:
@@ -112,8 +84,7 @@ def alf_worker(seed: int, max_env_steps: int) -> dict:
             update_progress(iteration, env_steps, env_steps / max_env_steps)
             env_steps += algorithm.train_iter()
             iteration += 1
-            average = lambda: torch.as_tensor(evaluator.evaluate().average_return)  # noqa: E731
-            if clock.due(env_steps) and clock.evaluate(env_steps, average):
+            if clock.evaluate(env_steps, lambda: evaluator.evaluate().average_return):
                 break
     finally:
         env.close()
@@ -123,13 +94,10 @@ def alf_worker(seed: int, max_env_steps: int) -> dict:
 
 def sb3_worker(seed: int, max_env_steps: int) -> dict:
     import gymnasium as gym
-    import torch
-    from stable_baselines3 import DQN
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.evaluation import evaluate_policy
     from stable_baselines3.common.monitor import Monitor
 
-    torch.set_num_threads(1)
     clock = Clock(max_env_steps)
     eval_env = Monitor(gym.make("CartPole-v1"))
     eval_env.reset(seed=seed + 999)
@@ -138,14 +106,13 @@ def sb3_worker(seed: int, max_env_steps: int) -> dict:
         stop = False
 
         def _on_rollout_start(self) -> None:
-            steps = self.model.num_timesteps
-            average = lambda: evaluate_policy(self.model, eval_env, 10, deterministic=True)[0]  # noqa: E731
-            self.stop = clock.due(steps) and clock.evaluate(steps, average)
+            average = partial(evaluate_policy, self.model, eval_env, 10, deterministic=True)
+            self.stop = clock.evaluate(self.model.num_timesteps, lambda: average()[0])
 
         def _on_step(self) -> bool:
             return not self.stop
 
-    model = DQN("MlpPolicy", gym.make("CartPole-v1"), seed=seed, device="cpu", **SB3_DQN)
+    model = sb3.model(dict(algorithm="dqn", env_name="CartPole-v1", sb3=SB3_DQN), seed)
     # One more rollout than the budget, so that the evaluation at the budget runs.
     model.learn(total_timesteps=max_env_steps + TRAIN_FREQ, callback=EvalAtRolloutStart())
     return clock.result(int(model.num_timesteps))
@@ -156,34 +123,21 @@ def tables(runs: list[dict]) -> str:
     fmt, t = (lambda v, d=0: report.fmt(v, d, none="—")), f"{THRESHOLD:g}"
     rows = []
     for r in runs:
-        train_s, best = (
-            r["wall_s"] - r["eval_s"],
-            max((e["return"] for e in r["evals"]), default=None),
-        )
-        row = [
-            r["framework"],
-            r["seed"],
-            fmt(r["steps_to_threshold"]),
-            fmt(r["train_s_to_threshold"], 1),
-        ]
-        rows.append(
-            row
-            + [fmt(r["env_steps"]), fmt(train_s, 1), fmt(r["env_steps"] / train_s), fmt(best, 1)]
-        )
+        train_s = r["wall_s"] - r["eval_s"]
+        best = max((e["return"] for e in r["evals"]), default=None)
+        row = [r["framework"], r["seed"], fmt(r["steps_to_threshold"])]
+        row += [fmt(r["train_s_to_threshold"], 1), fmt(r["env_steps"]), fmt(train_s, 1)]
+        rows.append(row + [fmt(r["env_steps"] / train_s), fmt(best, 1)])
     summary = []
     for fw in ("alf", "sb3"):
         mine = [r for r in runs if r["framework"] == fw]
         steps = [r["steps_to_threshold"] for r in mine]
         med = report.median([math.inf if s is None else s for s in steps])
-        row = [
-            fw,
-            f"{sum(s is not None for s in steps)}/{len(mine)}",
-            "> budget" if med == math.inf else fmt(med),
-        ]
-        row.append(fmt(report.median(r["train_s_to_threshold"] for r in mine), 1))
-        summary.append(
-            row + [fmt(report.median(r["env_steps"] / (r["wall_s"] - r["eval_s"]) for r in mine))]
-        )
+        row = [fw, f"{sum(s is not None for s in steps)}/{len(mine)}"]
+        row += ["> budget" if med == math.inf else fmt(med)]
+        row += [fmt(report.median(r["train_s_to_threshold"] for r in mine), 1)]
+        rates = (r["env_steps"] / (r["wall_s"] - r["eval_s"]) for r in mine)
+        summary.append(row + [fmt(report.median(rates))])
     header = ["framework", "seed", f"steps to ≥{t}", f"train s to ≥{t}", "env steps run", "train s"]
     header += ["env steps/s (train)", "best eval"]
     summary_header = ["framework", f"seeds reaching ≥{t}", f"median steps to ≥{t} (unreached = ∞)"]
@@ -191,41 +145,24 @@ def tables(runs: list[dict]) -> str:
     return f"{report.table(header, rows)}\n\n{report.table(summary_header, summary)}"
 
 
+def seed_runs(seed: int, max_env_steps: int, work_dir: str) -> list[dict]:
+    """alf's and SB3's run on ``seed``, each in a fresh process."""
+    runs = []
+    for fw in ("alf", "sb3"):
+        out = os.path.join(work_dir, f"{fw}_{seed}.json")
+        run = runner.call(
+            f"benchmarks.dqn_cart_pole:{fw}_worker", out, seed=seed, max_env_steps=max_env_steps
+        )
+        runs.append(dict(run, framework=fw, seed=seed))
+    return runs
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser = cli.parser(__doc__, NAME)
     parser.add_argument("--max_env_steps", type=int, default=50_000)
-    parser.add_argument("--work_dir", default="/tmp/dqn_cart_pole_bench")
-    parser.add_argument("--results_json", default=os.path.join(report.RESULTS_DIR, f"{NAME}.json"))
-    parser.add_argument("--report_only", action="store_true", help="RESULTS.md from the JSON")
-    parser.add_argument("--no_write", action="store_true", help="leave RESULTS.md alone")
-    parser.add_argument("--worker", choices=["alf", "sb3"], help=argparse.SUPPRESS)
-    parser.add_argument("--seed", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    block = os.path.splitext(os.path.basename(args.results_json))[0]
-    if args.worker:
-        worker = alf_worker if args.worker == "alf" else sb3_worker
-        report.write_json(args.results_json, worker(args.seed, args.max_env_steps))
-        return
-    record = report.read_json(args.results_json) if args.report_only else None
-    if record is None:
-        command = "python -m benchmarks.dqn_cart_pole " + " ".join(sys.argv[1:])
-        record = dict(command=command, machine=runner.machine_info(), runs=[])
-        record["max_env_steps"] = args.max_env_steps
-        os.makedirs(args.work_dir, exist_ok=True)
-    for seed in [] if args.report_only else args.seeds:
-        for fw in ("alf", "sb3"):
-            out = os.path.join(args.work_dir, f"{fw}_{seed}.json")
-            cmd = runner.module_cmd("benchmarks.dqn_cart_pole", "--worker", fw, "--seed", seed)
-            cmd += ["--results_json", out, "--max_env_steps", str(args.max_env_steps)]
-            runner.run(cmd, out + ".log")
-            record["runs"].append(dict(report.read_json(out), framework=fw, seed=seed))
-            record["load_end"] = runner.load_average()
-            report.write_json(args.results_json, record)
-            print(json.dumps({k: v for k, v in record["runs"][-1].items() if k != "evals"}))
-    if not args.no_write:
-        report.write_block(block, tables(record["runs"]))
-    print(tables(record["runs"]))
+    jobs = [partial(seed_runs, seed, args.max_env_steps, args.work_dir) for seed in args.seeds]
+    cli.run(args, NAME, tables, jobs, max_env_steps=args.max_env_steps)
 
 
 if __name__ == "__main__":

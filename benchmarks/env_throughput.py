@@ -1,20 +1,17 @@
 """Batched environment stepping throughput: alf's backends vs gymnasium's vector envs.
 
-Every configuration steps CartPole-v1 with pre-generated random actions (the same
-number of env steps each), so only stepping is timed: alf configurations return full
-``TimeStep``s of torch tensors with per-env auto reset, gymnasium's return numpy
-arrays with their own auto reset. All environments are built first; then the
-configurations are measured in turns, ``--repeats`` times in a different order each
-time (the machine is shared and noisy), and the table reports medians.
-
     python -m benchmarks.env_throughput [--repeats 5] [--env_steps 16000] [--no_write]
 
-The table is printed and written into the ``env_throughput`` block of RESULTS.md.
+Every configuration steps CartPole-v1 with the same pre-generated random actions, so only
+stepping is timed (alf: ``TimeStep``s of tensors; gymnasium: numpy arrays; both auto-reset). The
+configurations are measured in turns, ``--repeats`` times in shuffled order; medians are
+printed and written into the ``env_throughput`` block of RESULTS.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import random
 import statistics
 import sys
@@ -30,19 +27,22 @@ from alf.environments.thread_environment import ThreadEnvironment
 from alf.environments.utils import create_environment, env_constructors
 from benchmarks.harness import report, runner
 
-ENV_NAME = "CartPole-v1"
+ENV_NAME, SIZES = "CartPole-v1", (1, 2, 4, 8)
 
 
+@dataclasses.dataclass
 class Config:
     """One way of stepping ``num_envs`` CartPoles as a batch."""
 
-    def __init__(self, name: str, num_envs: int, make, is_alf: bool):
-        self.name, self.num_envs, self.is_alf = name, num_envs, is_alf
-        self.env = make()
-        self.rates = []
+    name: str
+    num_envs: int
+    env: object
+    is_alf: bool = True
+    rates: list = dataclasses.field(default_factory=list)
 
-    def reset(self):
-        self.env.reset() if self.is_alf else self.env.reset(seed=0)
+    @property
+    def median(self) -> float:
+        return statistics.median(self.rates)
 
     def run(self, actions) -> float:
         """Env steps per second over ``actions`` (``[T, num_envs]``)."""
@@ -52,45 +52,31 @@ class Config:
             step(action)
         return actions.shape[0] * self.num_envs / (time.perf_counter() - start)
 
-    def close(self):
-        self.env.close()
 
-
-def _gym_vector(cls, num_envs: int):
-    return lambda: cls([lambda: gym.make(ENV_NAME) for _ in range(num_envs)])
-
-
-def _alf(num_envs: int, **kwargs):
-    return lambda: create_environment(ENV_NAME, num_parallel_environments=num_envs, **kwargs)
-
-
-def _members(num_envs: int):
-    constructors = env_constructors(ENV_NAME, suite_gym.load, num_envs, seed=None)
-    return lambda: BatchedEnvironment(constructors, fuse_gym_steps=False)
-
-
-def _thread():
-    return ThreadEnvironment(lambda: suite_gym.load(ENV_NAME))
-
-
-def build_configs(sizes) -> list[Config]:
+def build_configs() -> list[Config]:
     """All configurations, environments started."""
-    configs, top = [], max(sizes)
+    configs, top = [], max(SIZES)
 
-    def add(name, num_envs, make, is_alf=True):
-        configs.append(Config(name, num_envs, make, is_alf))
+    def alf(num_envs: int, **kwargs):
+        return create_environment(ENV_NAME, num_parallel_environments=num_envs, **kwargs)
 
-    for n in sizes:
-        add("gymnasium SyncVectorEnv", n, _gym_vector(gym.vector.SyncVectorEnv, n), False)
-        add("gymnasium AsyncVectorEnv", n, _gym_vector(gym.vector.AsyncVectorEnv, n), False)
-        add("alf ParallelAlfEnvironment, 1 env/process", n, _alf(n))
+    for n in SIZES:
+        for vector_env in (gym.vector.SyncVectorEnv, gym.vector.AsyncVectorEnv):
+            env = vector_env([lambda: gym.make(ENV_NAME) for _ in range(n)])
+            configs.append(Config(f"gymnasium {vector_env.__name__}", n, env, is_alf=False))
+        configs.append(Config("alf ParallelAlfEnvironment, 1 env/process", n, alf(n)))
     for per_env in (top // 2, top):
         name = f"{top // per_env}x{per_env} (batch_size_per_env={per_env})"
-        add(f"alf ParallelAlfEnvironment, {name}", top, _alf(top, batch_size_per_env=per_env))
-    add("alf nonparallel (in-process BatchedEnvironment)", top, _alf(top, nonparallel=True))
-    add("alf nonparallel, member path (fuse_gym_steps=False)", top, _members(top))
-    add("alf ThreadEnvironment", 1, _thread)
-    return configs
+        configs.append(
+            Config(f"alf ParallelAlfEnvironment, {name}", top, alf(top, batch_size_per_env=per_env))
+        )
+    name = "alf nonparallel (in-process BatchedEnvironment)"
+    configs.append(Config(name, top, alf(top, nonparallel=True)))
+    members = env_constructors(ENV_NAME, suite_gym.load, top, seed=None)
+    members = BatchedEnvironment(members, fuse_gym_steps=False)
+    configs.append(Config("alf nonparallel, member path (fuse_gym_steps=False)", top, members))
+    thread = ThreadEnvironment(lambda: suite_gym.load(ENV_NAME))
+    return configs + [Config("alf ThreadEnvironment", 1, thread)]
 
 
 def measure(configs, repeats: int, env_steps: int, seed: int = 0) -> None:
@@ -99,7 +85,7 @@ def measure(configs, repeats: int, env_steps: int, seed: int = 0) -> None:
         num_steps = max(env_steps // config.num_envs, 50)
         actions = np.random.default_rng(seed).integers(0, 2, (num_steps, config.num_envs))
         config.actions = torch.from_numpy(actions) if config.is_alf else actions
-        config.reset()
+        config.env.reset() if config.is_alf else config.env.reset(seed=0)
         config.run(config.actions[: num_steps // 10])  # warm up
     for repeat in range(repeats):
         order = list(configs)
@@ -111,21 +97,16 @@ def measure(configs, repeats: int, env_steps: int, seed: int = 0) -> None:
 
 def table(configs) -> tuple[str, float, str, str]:
     """Markdown table; ratio of alf's best to the faster gymnasium vector env at N=max."""
-    lines = [
-        "| configuration | N | env steps/s (median) | min | max |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for config in configs:
-        rates = config.rates
+    lines = ["| configuration | N | env steps/s (median) | min | max |\n|---|---:|---:|---:|---:|"]
+    for c in configs:
         lines.append(
-            f"| {config.name} | {config.num_envs} | {statistics.median(rates):,.0f} "
-            f"| {min(rates):,.0f} | {max(rates):,.0f} |"
+            f"| {c.name} | {c.num_envs} | {c.median:,.0f} | {min(c.rates):,.0f} | "
+            f"{max(c.rates):,.0f} |"
         )
-    top = max(c.num_envs for c in configs)
-    at_top = [c for c in configs if c.num_envs == top]
-    best_gym = max((c for c in at_top if not c.is_alf), key=lambda c: statistics.median(c.rates))
-    best_alf = max((c for c in at_top if c.is_alf), key=lambda c: statistics.median(c.rates))
-    ratio = statistics.median(best_alf.rates) / statistics.median(best_gym.rates)
+    at_top = [c for c in configs if c.num_envs == max(SIZES)]
+    best_gym = max((c for c in at_top if not c.is_alf), key=lambda c: c.median)
+    best_alf = max((c for c in at_top if c.is_alf), key=lambda c: c.median)
+    ratio = best_alf.median / best_gym.median
     return "\n".join(lines), ratio, best_alf.name, best_gym.name
 
 
@@ -133,19 +114,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--env_steps", type=int, default=16000, help="env steps per measurement")
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 2, 4, 8])
     parser.add_argument("--no_write", action="store_true", help="do not update RESULTS.md")
     args = parser.parse_args()
     torch.set_num_threads(1)
     load_before = runner.load_average()[0]
-    configs = build_configs(args.sizes)
+    configs = build_configs()
     try:
         measure(configs, args.repeats, args.env_steps)
     finally:
         for config in configs:
-            config.close()
+            config.env.close()
     rows, ratio, best_alf, best_gym = table(configs)
-    top = max(args.sizes)
+    top = max(SIZES)
     text = f"""{rows}
 
 **alf's best at N={top} ({best_alf}) / faster gymnasium vector env ({best_gym}): {ratio:.2f}x**

@@ -2,31 +2,29 @@
 
     python -m benchmarks.her_goal [--seeds 0 1 2] [--env_steps 20000] [--variants her no_her]
 
-``alf/examples/sac_her_goal_conf.py`` with ``use_her=True`` (her_proportion 0.8) and
-``use_her=False``, everything else equal (``harness/variants.py``). Success rate: the
-evaluation's ``AverageEnvInfo/is_success``, ``env_info['is_success']`` at the episodes' last
-steps. Results: ``benchmarks/results/her_goal.json`` and a printed table.
+``alf/examples/sac_her_goal_conf.py`` with ``use_her`` True and False; success rate: the
+evaluation's ``AverageEnvInfo/is_success``.
 """
 
 from __future__ import annotations
 
 import statistics
 
+from benchmarks.harness import report
 from benchmarks.harness.variants import VariantTask, main
 
 
 def summary(runs: list[dict], env_steps: int) -> str:
-    lines = ["| variant | seed | success at 5k | 10k | final | first eval ≥ 0.9 | wall s |"]
-    lines.append("|---|---|---|---|---|---|---|")
+    rows = []
     for run in runs:
         curve = {int(s): r for s, r in run["curve"]}
         reached = next((s for s, r in run["curve"] if r >= 0.9), None)
-        at = " | ".join("-" if curve.get(k) is None else f"{curve[k]:.2f}" for k in (5000, 10000))
-        final = run["curve"][-1][1]
-        lines.append(
-            f"| {run['variant']} | {run['seed']} | {at} | {final:.2f} | {reached or 'never'} | "
-            f"{run['wall_s']:.0f} |"
-        )
+        row = [run["variant"], run["seed"]]
+        row += ["-" if curve.get(k) is None else f"{curve[k]:.2f}" for k in (5000, 10000)]
+        row += [f"{run['curve'][-1][1]:.2f}", reached or "never", f"{run['wall_s']:.0f}"]
+        rows.append(row)
+    header = ["variant", "seed", "success at 5k", "10k", "final", "first eval ≥ 0.9", "wall s"]
+    lines = [report.table(header, rows)]
     for variant in dict.fromkeys(r["variant"] for r in runs):
         finals = [r["curve"][-1][1] for r in runs if r["variant"] == variant]
         lines.append(

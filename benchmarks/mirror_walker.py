@@ -2,50 +2,25 @@
 
     python -m benchmarks.mirror_walker [--seeds 0 1] [--num_env_steps 100000] [--report_only]
 
-Trains ``alf/examples/ppo_mirror_walker_conf.py`` through the CLI, one run after the other,
-with ``PPOLoss.mirror_loss_coeff`` 1 (the conf's) and 0, same seeds and budget. Each final
-policy plays ``--num_episodes`` deterministic episodes (env seeds 1000, 1001, ...): the eval
-return, and the symmetry error, the mean over the visited states ``s`` of ``||mu(s) -
-Psi_a(mu(Psi_o(s)))||_2`` (``mu``: the deterministic action; ``Psi``:
-``alf.environments.mirrors.WALKER2D_V5_MIRROR``), also of a freshly initialized policy on the
-same states, for scale.
-
-Results: ``benchmarks/results/mirror_walker.json`` and its block of RESULTS.md.
+Trains ``alf/examples/ppo_mirror_walker_conf.py`` through the CLI with
+``PPOLoss.mirror_loss_coeff`` 1 (the conf's) and 0. Each final policy plays ``--num_episodes``
+deterministic episodes (env seeds 1000, 1001, ...): eval return, and symmetry error, the mean
+over the visited states ``s`` of ``||mu(s) - Psi_a(mu(Psi_o(s)))||_2`` (``Psi``:
+``alf.environments.mirrors.WALKER2D_V5_MIRROR``), also of a fresh policy, for scale.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import shutil
 import statistics
-import sys
+from functools import partial
 
-from benchmarks.harness import report, runner, tb
+from benchmarks.harness import cli, report, runner, tb
 
 NAME = "mirror_walker"
 CONF = "alf/examples/ppo_mirror_walker_conf.py"
-RESULTS_JSON = os.path.join(report.RESULTS_DIR, f"{NAME}.json")
 COEFFS = (1.0, 0.0)
-
-
-def parse_args():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
-    parser.add_argument("--num_env_steps", type=int, default=100_000)
-    parser.add_argument("--eval_interval", type=int, default=40, help="in iterations")
-    parser.add_argument("--num_episodes", type=int, default=10)
-    parser.add_argument("--work_dir", default="/tmp/mirror_walker")
-    parser.add_argument("--report_only", action="store_true", help="RESULTS.md from the JSON")
-    parser.add_argument("--results_json", default=RESULTS_JSON)
-    parser.add_argument("--no_write", action="store_true", help="leave RESULTS.md alone")
-    parser.add_argument("--measure", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--out", default=None, help=argparse.SUPPRESS)
-    return parser.parse_args()
-
-
-# -- measuring one trained run (in its own process: a fresh configuration) -------------
 
 
 def _symmetry_errors(actor, mirror, observations):
@@ -59,43 +34,37 @@ def _symmetry_errors(actor, mirror, observations):
         return (action - mirror.action(mirrored)).norm(dim=-1)
 
 
-def _play(algorithm, env, num_episodes, seed):
-    """Deterministic episodes, episode ``i`` from ``env.seed(seed + i)``; returns (episode
-    returns, the observations acted on ``[N, 17]``)."""
+def measure(root_dir: str, num_episodes: int, seed: int) -> dict:
+    """Eval return and symmetry error of ``root_dir``'s final policy (and of a freshly
+    initialized one) over deterministic episodes, episode ``i`` from env seed ``1000 + i``.
+    The conf has no data transformer, so observations are the env's."""
     import torch
 
     from alf.algorithms.unroller import AlgorithmPolicy, Unroller
+    from alf.bin.play import build_experiment, load_checkpoint
     from alf.data_structures import StepType
+    from alf.environments.mirrors import WALKER2D_V5_MIRROR as MIRROR
 
+    env, algorithm = build_experiment(root_dir, seed=seed)
+    untrained_state = {k: v.clone() for k, v in algorithm.actor_network.state_dict().items()}
+    algorithm.load_state_dict(load_checkpoint(root_dir)["algorithm"])
     returns, observations = [], []
 
     def observe(time_step):
         if int(time_step.step_type[0]) != StepType.LAST:
             observations.append(time_step.observation[0].clone())
 
-    for episode in range(num_episodes):
-        unroller = Unroller(AlgorithmPolicy(algorithm, "predict"), env)
-        unroller.restart(seed + episode)
-        returns.append(float(unroller.run_episodes(1, observe=observe).average_return))
-    return returns, torch.stack(observations)
-
-
-def measure(root_dir: str, num_episodes: int, seed: int) -> dict:
-    """Eval return and symmetry error of ``root_dir``'s final policy (and of a freshly
-    initialized one). The conf has no data transformer, so observations are the env's."""
-    from alf.bin.play import build_experiment, load_checkpoint
-    from alf.environments.mirrors import WALKER2D_V5_MIRROR
-
-    env, algorithm = build_experiment(root_dir, seed=seed)
-    untrained_state = {k: v.clone() for k, v in algorithm.actor_network.state_dict().items()}
-    algorithm.load_state_dict(load_checkpoint(root_dir)["algorithm"])
     try:
-        returns, observations = _play(algorithm, env, num_episodes, seed=1000)
+        for episode in range(num_episodes):
+            unroller = Unroller(AlgorithmPolicy(algorithm, "predict"), env)
+            unroller.restart(1000 + episode)
+            returns.append(float(unroller.run_episodes(1, observe=observe).average_return))
     finally:
         env.close()
-    trained = _symmetry_errors(algorithm.actor_network, WALKER2D_V5_MIRROR, observations)
+    observations = torch.stack(observations)
+    trained = _symmetry_errors(algorithm.actor_network, MIRROR, observations)
     algorithm.actor_network.load_state_dict(untrained_state)
-    untrained = _symmetry_errors(algorithm.actor_network, WALKER2D_V5_MIRROR, observations)
+    untrained = _symmetry_errors(algorithm.actor_network, MIRROR, observations)
     return {
         "eval_returns": returns,
         "eval_return_mean": statistics.fmean(returns),
@@ -105,65 +74,33 @@ def measure(root_dir: str, num_episodes: int, seed: int) -> dict:
     }
 
 
-def _measure_in_subprocess(root_dir: str, num_episodes: int, seed: int) -> dict:
-    out = root_dir + ".measure.json"
-    cmd = runner.module_cmd("benchmarks.mirror_walker", "--measure", root_dir, "--out", out)
-    runner.run(cmd + ["--num_episodes", str(num_episodes), "--seeds", str(seed)], out + ".log")
-    return report.read_json(out)
-
-
-# -- the benchmark -----------------------------------------------------------------------
-
-
-def run_one(args, coeff: float, seed: int) -> dict:
+def run_one(args, coeff: float, seed: int) -> list[dict]:
     """Train with ``coeff`` through alf's CLI, then measure the final policy."""
-    os.makedirs(args.work_dir, exist_ok=True)
     root_dir = os.path.join(args.work_dir, f"coeff{coeff:g}_seed{seed}")
     shutil.rmtree(root_dir, ignore_errors=True)  # alf would resume an old run
-    params = [
-        f"PPOLoss.mirror_loss_coeff={coeff}",
-        f"TrainerConfig.eval_interval={args.eval_interval}",
-    ]
-    params.append(f"TrainerConfig.num_env_steps={args.num_env_steps}")
+    params = [f"PPOLoss.mirror_loss_coeff={coeff}"]
+    params += [f"TrainerConfig.{k}={getattr(args, k)}" for k in ("eval_interval", "num_env_steps")]
     turns = runner.run(runner.alf_train_cmd(CONF, root_dir, seed, params), root_dir + ".log")
-    returns = tb.scalars(
-        os.path.join(root_dir, "eval"), "Metrics_vs_EnvironmentSteps/AverageReturn"
-    )
+    returns = tb.scalars(f"{root_dir}/eval", "Metrics_vs_EnvironmentSteps/AverageReturn")
     run = dict(seed=seed, mirror_loss_coeff=coeff, env_steps=returns[-1][0], wall_s=turns.wall_s)
-    return dict(run, **_measure_in_subprocess(root_dir, args.num_episodes, seed))
-
-
-def _row(run: dict) -> list:
+    kwargs = dict(root_dir=root_dir, num_episodes=args.num_episodes, seed=seed)
     return [
-        f"{run['mirror_loss_coeff']:g}",
-        run["seed"],
-        f"{run['env_steps']:,}",
-        report.fmt(run["wall_s"]),
-        f"{run['symmetry_error']:.3f}",
-        f"{run['symmetry_error_untrained']:.3f}",
-        report.fmt(run["eval_return_mean"]),
-        run["num_states"],
+        dict(run, **runner.call("benchmarks.mirror_walker:measure", root_dir + ".json", **kwargs))
     ]
 
 
-def markdown(record: dict) -> str:
+HEADER = "mirror_loss_coeff|seed|env steps|wall s|symmetry error|untrained symmetry error"
+
+
+def markdown(runs: list[dict]) -> str:
     """The generated block: one row per run and the means per coefficient."""
-    runs = record["runs"]
-    lines = [
-        report.table(
-            [
-                "mirror_loss_coeff",
-                "seed",
-                "env steps",
-                "wall s",
-                "symmetry error",
-                "untrained symmetry error",
-                "eval return",
-                "states",
-            ],
-            [_row(r) for r in runs],
-        ),
-    ]
+    rows = []
+    for run in runs:
+        row = [f"{run['mirror_loss_coeff']:g}", run["seed"], f"{run['env_steps']:,}"]
+        row += [report.fmt(run["wall_s"]), f"{run['symmetry_error']:.3f}"]
+        row += [f"{run['symmetry_error_untrained']:.3f}", report.fmt(run["eval_return_mean"])]
+        rows.append(row + [run["num_states"]])
+    lines = [report.table(HEADER.split("|") + ["eval return", "states"], rows)]
     for coeff in COEFFS:
         chosen = [r for r in runs if r["mirror_loss_coeff"] == coeff]
         if chosen:
@@ -177,24 +114,14 @@ def markdown(record: dict) -> str:
 
 
 def main() -> None:
-    args = parse_args()
-    if args.measure:
-        report.write_json(args.out, measure(args.measure, args.num_episodes, args.seeds[0]))
-        return
-    if args.report_only:
-        report.write_block(NAME, markdown(report.read_json(args.results_json)))
-        return
-    record = dict(machine=runner.machine_info(), num_episodes=args.num_episodes, runs=[])
-    record.update(command=" ".join(["python -m benchmarks.mirror_walker", *sys.argv[1:]]))
-    record.update(num_env_steps=args.num_env_steps)
-    for seed in args.seeds:
-        for coeff in COEFFS:
-            record["runs"].append(run_one(args, coeff, seed))
-            record.update(end=runner.now(), load_end=runner.load_average())
-            report.write_json(args.results_json, record)
-            if not args.no_write:
-                report.write_block(NAME, markdown(record))
-            print(json.dumps(_row(record["runs"][-1])), flush=True)
+    parser = cli.parser(__doc__, NAME, seeds=(0, 1))
+    parser.add_argument("--num_env_steps", type=int, default=100_000)
+    parser.add_argument("--eval_interval", type=int, default=40, help="in iterations")
+    parser.add_argument("--num_episodes", type=int, default=10)
+    args = parser.parse_args()
+    jobs = [partial(run_one, args, coeff, seed) for seed in args.seeds for coeff in COEFFS]
+    header = dict(num_env_steps=args.num_env_steps, num_episodes=args.num_episodes)
+    cli.run(args, NAME, markdown, jobs, **header)
 
 
 if __name__ == "__main__":

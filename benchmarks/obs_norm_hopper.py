@@ -3,30 +3,27 @@
     python -m benchmarks.obs_norm_hopper [--seeds 0 1 2] [--env_steps 100000]
         [--variants obs_norm raw obs_norm_prenorm] [--prenorm_steps 2048]
 
-``benchmarks/confs/ppo_hopper_obs_norm_conf.py`` per variant: ``raw`` (``obs_norm=False``),
-``obs_norm`` (``obs_norm=True``) and ``obs_norm_prenorm`` (the same plus ``--prenorm_steps``
-prenormalization steps, counted in the budget); ``harness/variants.py`` trains and evaluates
-(10 deterministic episodes, raw rewards). Results: ``benchmarks/results/obs_norm_hopper.json``
-and a printed table.
+``benchmarks/confs/ppo_hopper_obs_norm_conf.py`` with ``obs_norm`` False (``raw``) and True,
+the latter also with ``--prenorm_steps`` prenormalization steps (counted in the budget).
 """
 
 from __future__ import annotations
 
 import statistics
 
+from benchmarks.harness import report
 from benchmarks.harness.variants import VariantTask, main
 
 
 def summary(runs: list[dict], env_steps: int) -> str:
-    lines = ["| variant | seed | env steps | final eval return (episode length) | best | wall s |"]
-    lines.append("|---|---|---|---|---|---|")
+    rows = []
     for run in runs:
         _, final, length = run["curve"][-1]
         best = max(c[1] for c in run["curve"])
-        lines.append(
-            f"| {run['variant']} | {run['seed']} | {run['env_steps']:,} | {final:.1f} ({length}) | "
-            f"{best:.1f} | {run['wall_s']:.0f} |"
-        )
+        row = [run["variant"], run["seed"], f"{run['env_steps']:,}", f"{final:.1f} ({length})"]
+        rows.append(row + [f"{best:.1f}", f"{run['wall_s']:.0f}"])
+    header = ["variant", "seed", "env steps", "final eval return (episode length)", "best"]
+    lines = [report.table(header + ["wall s"], rows)]
     for variant in dict.fromkeys(r["variant"] for r in runs):
         finals = [r["curve"][-1][1] for r in runs if r["variant"] == variant]
         lines.append(

@@ -1,14 +1,9 @@
 """PPO on CartPole-v1: alf vs Stable-Baselines3, same hyperparameters.
 
-    python -m benchmarks.ppo_cart_pole [--seeds 0 1 2 3 4] [--env_steps 3000 --no_write]
-    python -m benchmarks.ppo_cart_pole --steady 40 --repeats 3
-    python -m benchmarks.ppo_cart_pole --report_only [--results_json ...]
+    python -m benchmarks.ppo_cart_pole [--seeds 0 1 2 3 4] [--steady 40 --repeats 3] [--report_only]
 
-alf trains ``alf/examples/ppo_cart_pole_conf.py`` as is, SB3 the same rl-baselines3-zoo
-hyperparameters (8 envs, n_steps 32, batch 256, 20 epochs, gamma 0.98, GAE λ 0.8, lr and
-clip linear from 1e-3 / 0.2 to 0, no entropy bonus, vf 0.5, grad norm 0.5, 64x64 tanh);
-both evaluate 10 deterministic episodes every 5,120 env steps and at the end. What is
-measured: ``benchmarks/harness/vs_sb3.py``.
+alf trains ``alf/examples/ppo_cart_pole_conf.py``, SB3 the same rl-baselines3-zoo settings;
+both evaluate 10 deterministic episodes every 5,120 env steps and at the end.
 """
 
 from benchmarks.harness.vs_sb3 import Task, main

@@ -1,13 +1,10 @@
 """PPO on HalfCheetah-v5: alf vs Stable-Baselines3, same hyperparameters.
 
-    python -m benchmarks.ppo_halfcheetah [--seeds 0 1 2] [--env_steps 1024 --no_write]
-    python -m benchmarks.ppo_halfcheetah --steady 6 --repeats 3
-    python -m benchmarks.ppo_halfcheetah --report_only
+    python -m benchmarks.ppo_halfcheetah [--seeds 0 1 2] [--steady 6 --repeats 3] [--report_only]
 
-alf trains ``benchmarks/confs/ppo_halfcheetah_bench_conf.py`` (its docstring lists the
-deviations from rl-baselines3-zoo's tuned entry, which both follow without VecNormalize),
-SB3 the same hyperparameters: 1 env, 200k env steps, evaluation of 10 deterministic episodes
-every 20,480 env steps and at the end. What is measured: ``benchmarks/harness/vs_sb3.py``.
+alf trains ``benchmarks/confs/ppo_halfcheetah_bench_conf.py`` (its docstring says how both
+follow rl-baselines3-zoo), SB3 the same; both evaluate 10 deterministic episodes every 20,480
+env steps and at the end.
 """
 
 from benchmarks.harness.vs_sb3 import Task, main

@@ -2,28 +2,17 @@
 
     python -m benchmarks.recurrent_memory [--seeds 0 1 2] [--iterations 60]
 
-The cue is shown only in an episode's first observation and must be repeated 4
-steps later (``alf/environments/memory_env.py``): return 1 for a policy that
-remembers it, 0 in expectation for one that guesses. Every variant trains PPO with
-the same loss, optimizer, env count (8), unroll (20 steps) and budget, in this
-process, and is evaluated (64 deterministic episodes on 8 separate envs) every 10
-iterations:
-
-* ``lstm_trajectories``: LSTM actor and critic, whole episode segments per
-  minibatch (``trajectory_mini_batches``), zero-padded and masked;
-* ``lstm_chunks_10``: LSTM, ALF-style ``mini_batch_length=10`` pieces started from
-  the rollout state (a piece can span the cue and the answer);
-* ``lstm_chunks_4``: the same with 4-step pieces (shorter than the memory span);
-* ``feed_forward``: MLP actor and critic.
-
-Writes ``--results_json`` (default ``results/recurrent_memory.json``); prints a table.
+The cue, shown only in an episode's first observation, must be repeated 4 steps later
+(``alf/environments/memory_env.py``). Every variant trains PPO with the same loss, optimizer,
+8 envs, 20-step unrolls and budget, in this process, evaluated (64 deterministic episodes on 8
+envs) every 10 iterations: LSTM networks on whole episode segments (``lstm_trajectories``), on
+10- or 4-step pieces started from the rollout state (``lstm_chunks_10``, ``lstm_chunks_4``),
+and MLP networks (``feed_forward``).
 """
 
 from __future__ import annotations
 
-import argparse
 import functools
-import os
 import statistics
 import time
 
@@ -32,14 +21,9 @@ import torch
 from alf.environments.utils import create_environment
 from alf.networks.actor_distribution_networks import ActorDistributionNetwork
 from alf.networks.value_networks import ValueNetwork
-from benchmarks.harness import report
+from benchmarks.harness import cli, report
 from tests.algorithms.algorithm_test_utils import evaluate
-from tests.algorithms.test_recurrent_ppo import (
-    MEMORY_ENV,
-    _config,
-    _memory_ppo,
-    _rnn_networks,
-)
+from tests.algorithms.test_recurrent_ppo import MEMORY_ENV, _config, _memory_ppo, _rnn_networks
 
 STEPS_PER_ITERATION = 8 * 20
 
@@ -60,7 +44,7 @@ def variants() -> dict:
     }
 
 
-def run(name: str, seed: int, iterations: int) -> dict:
+def run(name: str, seed: int, iterations: int) -> list[dict]:
     networks, overrides = variants()[name]
     torch.set_num_threads(1)
     alg, env = _memory_ppo(networks, _config(**overrides), seed)
@@ -77,50 +61,36 @@ def run(name: str, seed: int, iterations: int) -> dict:
         env.close()
         eval_env.close()
     reached = next((steps for steps, ret in curve if ret >= 0.9), None)
-    return dict(
-        variant=name,
-        seed=seed,
-        curve=curve,
-        final_return=curve[-1][1],
-        steps_to_0_9=reached,
-        wall_s=time.time() - start,
-    )
+    result = dict(variant=name, seed=seed, curve=curve, final_return=curve[-1][1])
+    return [dict(result, steps_to_0_9=reached, wall_s=time.time() - start)]
 
 
 def table(runs: list[dict]) -> str:
-    lines = [
-        "| variant | seeds | final eval return (median) | per seed | env steps to ≥ 0.9 "
-        "(per seed) | wall s (median) |",
-        "|---|---|---|---|---|---|",
-    ]
+    rows = []
     for name in variants():
-        rs = [r for r in runs if r["variant"] == name]
-        if not rs:
+        mine = [r for r in runs if r["variant"] == name]
+        if not mine:
             continue
-        finals = [r["final_return"] for r in rs]
-        reached = ", ".join(f"{r['steps_to_0_9']:,}" if r["steps_to_0_9"] else "—" for r in rs)
-        lines.append(
-            f"| {name} | {len(rs)} | {statistics.median(finals):.3f} | "
-            f"{', '.join(f'{f:.3f}' for f in finals)} | {reached} | "
-            f"{statistics.median(r['wall_s'] for r in rs):.1f} |"
-        )
-    return "\n".join(lines)
+        finals = [r["final_return"] for r in mine]
+        reached = ", ".join(f"{r['steps_to_0_9']:,}" if r["steps_to_0_9"] else "—" for r in mine)
+        row = [name, len(mine), f"{statistics.median(finals):.3f}"]
+        row += [", ".join(f"{f:.3f}" for f in finals), reached]
+        rows.append(row + [f"{statistics.median(r['wall_s'] for r in mine):.1f}"])
+    header = ["variant", "seeds", "final eval return (median)", "per seed"]
+    header += ["env steps to ≥ 0.9 (per seed)", "wall s (median)"]
+    return report.table(header, rows)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser = cli.parser(__doc__, "recurrent_memory")
     parser.add_argument("--iterations", type=int, default=60)
-    default_json = os.path.join(report.RESULTS_DIR, "recurrent_memory.json")
-    parser.add_argument("--results_json", default=default_json)
     args = parser.parse_args()
-    runs = []
-    for seed in args.seeds:
-        for name in variants():
-            runs.append(run(name, seed, args.iterations))
-            print(runs[-1], flush=True)
-    report.write_json(args.results_json, dict(args=vars(args), runs=runs))
-    print(table(runs))
+    jobs = [
+        functools.partial(run, name, seed, args.iterations)
+        for seed in args.seeds
+        for name in variants()
+    ]
+    cli.run(args, "recurrent_memory", table, jobs, block=False, iterations=args.iterations)
 
 
 if __name__ == "__main__":

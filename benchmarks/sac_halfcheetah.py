@@ -1,14 +1,11 @@
 """SAC on HalfCheetah-v5: alf vs Stable-Baselines3, same hyperparameters.
 
-    python -m benchmarks.sac_halfcheetah [--seeds 0 1 2] [--turn_s 5]
+    python -m benchmarks.sac_halfcheetah [--seeds 0 1 2] [--turn_s 5] [--report_only]
     python -m benchmarks.sac_halfcheetah --steady 1000 --repeats 5 [--with_sb3_ftz]
-    python -m benchmarks.sac_halfcheetah --report_only [--results_json results/..._steady.json]
 
-alf trains ``alf/examples/sac_halfcheetah_conf.py``, SB3 rl-baselines3-zoo's MuJoCo SAC entry
-(SB3 SAC defaults + ``learning_starts`` 10,000: lr 3e-4, batch 256, gamma 0.99, tau 0.005,
-replay 1e6, 256x256 ReLU actor and twin critics, entropy tuned from α = 1 towards -6),
-100,000 env steps, 1 update per env step; both evaluate 5 deterministic episodes every
-10,000 env steps. The steady-state A/B lowers ``learning_starts`` to 1,000 for both.
+alf trains ``alf/examples/sac_halfcheetah_conf.py``, SB3 rl-baselines3-zoo's MuJoCo SAC entry;
+both evaluate 5 deterministic episodes every 10,000 env steps. The steady-state A/B lowers
+``learning_starts`` to 1,000 for both.
 """
 
 from benchmarks.harness.vs_sb3 import SB3_SAC_DEFAULTS, Task, main

@@ -1,14 +1,10 @@
 """SAC on Pendulum-v1: alf vs Stable-Baselines3, same hyperparameters.
 
-    python -m benchmarks.sac_pendulum [--seeds 0 1 2 3 4] [--turn_s 5]
+    python -m benchmarks.sac_pendulum [--seeds 0 1 2 3 4] [--turn_s 5] [--report_only]
     python -m benchmarks.sac_pendulum --steady 1000 --repeats 5 [--with_sb3_ftz]
-    python -m benchmarks.sac_pendulum --report_only [--results_json results/..._steady.json]
 
-alf trains ``alf/examples/sac_pendulum_conf.py``, SB3 rl-baselines3-zoo's Pendulum-v1 entry
-(SB3 SAC defaults + lr 1e-3: batch 256, gamma 0.99, tau 0.005, 256x256 ReLU actor and twin
-critics, entropy tuned from α = 1 towards -1, 100 steps before the first update), 20,000
-env steps, 1 update per env step; both evaluate 10 deterministic episodes every 2,000 env
-steps. What is measured: ``benchmarks/harness/vs_sb3.py``.
+alf trains ``alf/examples/sac_pendulum_conf.py``, SB3 rl-baselines3-zoo's Pendulum-v1 entry;
+both evaluate 10 deterministic episodes every 2,000 env steps.
 """
 
 from benchmarks.harness.vs_sb3 import SB3_SAC_DEFAULTS, Task, main

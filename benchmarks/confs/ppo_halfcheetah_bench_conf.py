@@ -1,13 +1,9 @@
 """PPO on HalfCheetah-v5 for the alf-vs-SB3 benchmark (``python -m benchmarks.ppo_halfcheetah``).
 
-rl-baselines3-zoo's tuned HalfCheetah PPO entry, which ``benchmarks/ppo_halfcheetah.py`` gives
-SB3 too: 1 env, n_steps 512, batch 64, 20 epochs, gamma 0.98, GAE λ 0.92, lr 2.0633e-5, clip
-0.1, ent 0.000401762, vf 0.58096, grad norm 0.8, log std init -2, separate 256x256 ReLU actor
-and critic. Both sides deviate from the zoo in the same ways: no VecNormalize (observations
-and rewards), HalfCheetah-v5, 200k env steps. What still differs between the frameworks:
-biases start at 0 here, PyTorch's default uniform in SB3 (weights use PyTorch's default init
-on both sides, ``torch_default_init`` here, output layers included). Actions are clipped into
-the bounds when stepping (``ContinuousActionClip``, as SB3); both train on the unclipped one.
+rl-baselines3-zoo's tuned HalfCheetah PPO entry, which SB3 gets too, with the same deviations
+on both sides: no VecNormalize, HalfCheetah-v5, 200k env steps. What still differs: biases
+start at 0 here, PyTorch's default uniform in SB3 (weights: PyTorch's default init on both).
+Actions are clipped into the bounds when stepping (as SB3); both train on the unclipped one.
 """
 
 import functools

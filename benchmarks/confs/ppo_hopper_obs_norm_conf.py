@@ -1,19 +1,11 @@
 """PPO on Hopper-v5 with or without ``ObservationNormalizer`` (``benchmarks.obs_norm_hopper``).
 
-Hyperparameters: rl-baselines3-zoo's tuned PPO Hopper entry — 1 env, n_steps 512,
-batch 32, 5 epochs, gamma 0.999, gae_lambda 0.99, lr 9.80828e-5, clip 0.2, ent
-0.00229519, vf 0.835671, max_grad_norm 0.7, log_std_init -2, separate 256x256 ReLU
-actor and critic with PyTorch's default init — except that the zoo's VecNormalize
-(observations and rewards) is replaced by the single switch measured here:
-
-* ``obs_norm=True``: ``ObservationNormalizer(clipping=10, update_mode='rollout')``
-  (running mean/std over every unrolled step, clipped to [-10, 10] as VecNormalize's
-  ``clip_obs``); ``num_prenormalization_steps`` (a ``define_config``, 0 by default)
-  initializes its statistics with the initial policy first;
-* ``obs_norm=False``: raw observations.
-
-Rewards are not normalized in either variant. The networks (256x256 ReLU, PyTorch's
-default init, log-std init -2) and the rest come from ``alf/examples/ppo_mujoco_conf.py``.
+rl-baselines3-zoo's tuned PPO Hopper entry (the networks and the rest from
+``alf/examples/ppo_mujoco_conf.py``), its VecNormalize replaced by the switch measured here:
+``obs_norm=True``: ``ObservationNormalizer`` over every unrolled step, clipped to [-10, 10] as
+VecNormalize's ``clip_obs``, its statistics first initialized over ``prenormalization_steps``
+steps of the initial policy (0 by default); ``obs_norm=False``: raw observations. Rewards are
+not normalized in either.
 """
 
 import functools

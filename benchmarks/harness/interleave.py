@@ -1,12 +1,10 @@
 """Run benchmark subprocesses in turns on one core, so they meet the same machine.
 
-The speed of this shared machine's cores drifts by tens of percent within minutes (see the
-head of RESULTS.md), so two long runs one after the other meet different conditions.
-``run_in_turns`` starts every command at once but lets one run at a time: the others are
-stopped (``SIGSTOP``), and every ``turn_s`` seconds the running one is stopped and the next
-resumed (``SIGCONT``), so a slow spell falls on all of them. A process running alone after
-the others ended is not stopped. Times taken inside a process are wall-clock;
-``Turns.running_s(t0, t1)`` removes the stopped periods. CPU time comes from ``os.wait4``.
+This machine's core speed drifts by tens of percent within minutes, so ``run_in_turns`` starts
+every command at once but runs one at a time: every ``turn_s`` seconds the running one is
+stopped (``SIGSTOP``) and the next resumed (``SIGCONT``), so a slow spell falls on all.
+``Turns.running_s(t0, t1)`` removes the stopped periods from wall-clock times; CPU time comes
+from ``os.wait4``.
 """
 
 from __future__ import annotations
@@ -30,11 +28,8 @@ class Turns:
 
     def running_s(self, t0: float, t1: float) -> float:
         """Seconds the process ran between wall-clock times ``t0`` and ``t1``."""
-        stopped = 0.0
-        for a, b in self.stops:
-            b = t1 if b is None else b
-            stopped += max(0.0, min(t1, b) - max(t0, a))
-        return (t1 - t0) - stopped
+        stops = ((a, t1 if b is None else b) for a, b in self.stops)
+        return (t1 - t0) - sum(max(0.0, min(t1, b) - max(t0, a)) for a, b in stops)
 
     @property
     def wall_s(self) -> float:

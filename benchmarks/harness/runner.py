@@ -1,15 +1,13 @@
-"""Running trainings in subprocesses that import this checkout's alf, and the machine's state.
-
-Every training runs in a fresh process (same start-up cost for alf and Stable-Baselines3)
-with ``cwd`` and ``PYTHONPATH`` set to a checkout, so it imports that checkout's alf and not
-another installed copy. ``run_jobs`` runs commands one after the other, or at the same time
-taking turns on one core (``interleave.run_in_turns``); either way each gets a ``Turns``
-(start, end, stopped periods, CPU time, exit code).
+"""Running commands and functions in fresh processes that import this checkout's alf (``cwd``
+and ``PYTHONPATH`` at the checkout), one after the other or taking turns on one core; and the
+machine's state for a results file.
 """
 
 from __future__ import annotations
 
 import datetime
+import importlib
+import json
 import os
 import platform
 import resource
@@ -17,15 +15,16 @@ import subprocess
 import sys
 import time
 
+from benchmarks.harness import report
 from benchmarks.harness.interleave import Turns, run_in_turns
 
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def checkout_env(checkout: str = REPO_DIR) -> dict:
-    """This process's environment with ``checkout`` first on ``PYTHONPATH``."""
+def checkout_env() -> dict:
+    """This process's environment with the checkout first on ``PYTHONPATH``."""
     path = os.environ.get("PYTHONPATH", "")
-    return dict(os.environ, PYTHONPATH=checkout + (os.pathsep + path if path else ""))
+    return dict(os.environ, PYTHONPATH=REPO_DIR + (os.pathsep + path if path else ""))
 
 
 def module_cmd(module: str, *args) -> list[str]:
@@ -35,20 +34,29 @@ def module_cmd(module: str, *args) -> list[str]:
 
 def alf_train_cmd(conf: str, root_dir: str, seed: int, params: list[str]) -> list[str]:
     """alf's training CLI on ``conf`` (relative to the checkout) with ``--conf_param``s."""
-    cmd = module_cmd("alf.bin.train", "--conf", conf, "--root_dir", root_dir)
-    cmd += ["--random_seed", str(seed)]
-    for param in params:
-        cmd += ["--conf_param", param]
-    return cmd
+    cmd = module_cmd("alf.bin.train", "--conf", conf, "--root_dir", root_dir, "--random_seed", seed)
+    return cmd + [arg for param in params for arg in ("--conf_param", param)]
 
 
-def run(cmd: list[str], log_path: str, checkout: str = REPO_DIR) -> Turns:
-    """Run ``cmd`` alone in ``checkout``, output to ``log_path``; raise if it fails."""
+def function_cmd(function: str, out: str, **kwargs) -> list[str]:
+    """A command calling ``function`` (``"module:name"``) with ``kwargs`` in a fresh process
+    and writing what it returns to ``out`` as JSON."""
+    with open(out + ".args", "w") as f:
+        json.dump(kwargs, f)  # not rounded: these are hyperparameters
+    return module_cmd("benchmarks.harness.runner", function, out)
+
+
+def call(function: str, out: str, **kwargs) -> dict:
+    """``function(**kwargs)`` in a fresh process (see ``function_cmd``): its result."""
+    run(function_cmd(function, out, **kwargs), out + ".log")
+    return report.read_json(out)
+
+
+def run(cmd: list[str], log_path: str) -> Turns:
+    """Run ``cmd`` alone, output to ``log_path``; raise if it fails."""
     with open(log_path, "w") as log:
         start, cpu = time.time(), _children_cpu_s()
-        proc = subprocess.run(
-            cmd, cwd=checkout, env=checkout_env(checkout), stdout=log, stderr=subprocess.STDOUT
-        )
+        proc = subprocess.run(cmd, cwd=REPO_DIR, env=checkout_env(), stdout=log, stderr=log)
         end, cpu = time.time(), _children_cpu_s() - cpu
     check_exit(cmd, log_path, proc.returncode)
     return Turns(start=start, end=end, cpu_s=cpu, returncode=proc.returncode)
@@ -86,9 +94,9 @@ def now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def git_commit(checkout: str = REPO_DIR) -> str:
+def git_commit() -> str:
     """The checkout's commit, marked when its ``alf/`` has uncommitted changes."""
-    git = ["git", "-C", checkout]
+    git = ["git", "-C", REPO_DIR]
     commit = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     changed = subprocess.run(git + ["status", "--porcelain", "--", "alf"], capture_output=True)
     return commit.stdout.strip() + (" + uncommitted changes" if changed.stdout.strip() else "")
@@ -106,3 +114,10 @@ def machine_info() -> dict:
     info.update(load_start=load_average(), python=platform.python_version(), alf=git_commit())
     info.update(torch=torch.__version__, gymnasium=gymnasium.__version__)
     return dict(info, stable_baselines3=stable_baselines3.__version__)
+
+
+if __name__ == "__main__":
+    module_name, function_name = sys.argv[1].split(":")
+    kwargs = report.read_json(sys.argv[2] + ".args")
+    function = getattr(importlib.import_module(module_name), function_name)
+    report.write_json(sys.argv[2], function(**kwargs))

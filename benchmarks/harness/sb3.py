@@ -1,24 +1,16 @@
-"""Stable-Baselines3 in its own process, for the alf-vs-SB3 benchmarks.
+"""Stable-Baselines3's side of the alf-vs-SB3 benchmarks, run in its own process.
 
-    python -m benchmarks.harness.sb3 --task_json T --seed S --out O [--steady N]
-
-``T`` is a ``vs_sb3.Task`` as JSON. A learning run writes its evaluations as ``[env_steps,
-average return, wall-clock start, end]`` (the caller turns them into running time), the
-update count, and for PPO each iteration's rate and SB3's ``approx_kl`` / ``clip_fraction``.
-PPO evaluates after the update of every iteration that completes a multiple of
-``eval_every`` env steps and at the end (as alf's trainer), on a separate vector env of 10;
-SAC every ``eval_every`` env steps on one env; both reseed the eval env each time. ``--steady
-N`` times N training iterations (PPO) or env steps with one update each (SAC) after a
-warm-up, in one ``learn`` call: wall and process CPU time.
+``task`` is a ``vs_sb3.Task`` as a dict. PPO evaluates after the update of every iteration that
+completes a multiple of ``eval_every`` env steps and at the end (as alf's trainer), on a vector
+env of 10; SAC every ``eval_every`` env steps on one env; both reseed the eval env each time.
 """
 
 from __future__ import annotations
 
-import argparse
 import time
 from functools import partial
 
-from benchmarks.harness import report, steady
+from benchmarks.harness import steady
 
 
 def _linear(start: float, progress_remaining: float) -> float:
@@ -26,10 +18,10 @@ def _linear(start: float, progress_remaining: float) -> float:
 
 
 def model(task: dict, seed: int, **overrides):
-    """SB3's PPO or SAC for ``task`` (``{"linear": v}`` schedules, activations by name)."""
+    """SB3's DQN, PPO or SAC for ``task`` (``{"linear": v}`` schedules, activations by name)."""
     import gymnasium as gym
     import torch
-    from stable_baselines3 import PPO, SAC
+    from stable_baselines3 import DQN, PPO, SAC
     from stable_baselines3.common.env_util import make_vec_env
 
     torch.set_num_threads(1)
@@ -37,29 +29,32 @@ def model(task: dict, seed: int, **overrides):
     policy_kwargs = dict(kwargs.pop("policy_kwargs", {}))
     if "activation_fn" in policy_kwargs:
         policy_kwargs["activation_fn"] = getattr(torch.nn, policy_kwargs["activation_fn"])
-    if task["algorithm"] == "sac":
+    if task["algorithm"] == "ppo":
+        for name in ("learning_rate", "clip_range"):
+            if isinstance(kwargs[name], dict):
+                kwargs[name] = partial(_linear, float(kwargs[name]["linear"]))
+        env = make_vec_env(task["env_name"], n_envs=task["num_envs"], seed=seed)
+    else:
         env = gym.make(task["env_name"])
-        return SAC("MlpPolicy", env, seed=seed, device="cpu", policy_kwargs=policy_kwargs, **kwargs)
-    for name in ("learning_rate", "clip_range"):
-        if isinstance(kwargs[name], dict):
-            kwargs[name] = partial(_linear, float(kwargs[name]["linear"]))
-    env = make_vec_env(task["env_name"], n_envs=task["num_envs"], seed=seed)
-    return PPO("MlpPolicy", env, seed=seed, device="cpu", policy_kwargs=policy_kwargs, **kwargs)
+    algorithm = dict(dqn=DQN, ppo=PPO, sac=SAC)[task["algorithm"]]
+    return algorithm(
+        "MlpPolicy", env, seed=seed, device="cpu", policy_kwargs=policy_kwargs, **kwargs
+    )
 
 
 def learn(task: dict, seed: int) -> dict:
-    """A learning run with timed evaluations."""
+    """A learning run: evaluations as ``[env_steps, return, wall-clock start, end]``, the update
+    count, and for PPO each iteration's rate and ``approx_kl`` / ``clip_fraction``."""
     import gymnasium as gym
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.evaluation import evaluate_policy
 
-    eval_seed, ppo = seed + 999, task["algorithm"] == "ppo"
-    eval_env = (
-        make_vec_env(task["env_name"], n_envs=10, seed=eval_seed)
-        if ppo
-        else gym.make(task["env_name"])
-    )
+    eval_seed, ppo, every = seed + 999, task["algorithm"] == "ppo", task["eval_every"]
+    if ppo:
+        eval_env = make_vec_env(task["env_name"], n_envs=10, seed=eval_seed)
+    else:
+        eval_env = gym.make(task["env_name"])
     evals, rates, stats = [], [], []
 
     def evaluate(sb3_model):
@@ -73,25 +68,22 @@ def learn(task: dict, seed: int) -> dict:
         begin, begin_steps, last_eval = None, 0, 0
 
         def _on_rollout_start(self) -> None:  # PPO: the previous iteration's update is done
-            logged = self.model.logger.name_to_value
-            if ppo and "train/clip_fraction" in logged:
+            logged, steps = self.model.logger.name_to_value, self.num_timesteps
+            if not ppo:
+                return
+            if "train/clip_fraction" in logged:
                 stats.append(
                     {n: float(logged[f"train/{n}"]) for n in ("approx_kl", "clip_fraction")}
                 )
-            if ppo and self.begin is not None:
-                rates.append(
-                    (self.num_timesteps - self.begin_steps) / max(time.time() - self.begin, 1e-9)
-                )
-            if (
-                ppo
-                and self.num_timesteps // task["eval_every"] > self.last_eval // task["eval_every"]
-            ):
+            if self.begin is not None:
+                rates.append((steps - self.begin_steps) / max(time.time() - self.begin, 1e-9))
+            if steps // every > self.last_eval // every:
                 evaluate(self.model)
-                self.last_eval = self.num_timesteps
-            self.begin, self.begin_steps = time.time(), self.num_timesteps
+                self.last_eval = steps
+            self.begin, self.begin_steps = time.time(), steps
 
         def _on_step(self) -> bool:
-            if not ppo and self.num_timesteps % task["eval_every"] == 0:
+            if not ppo and self.num_timesteps % every == 0:
                 evaluate(self.model)
             return True
 
@@ -99,14 +91,8 @@ def learn(task: dict, seed: int) -> dict:
     sb3_model.learn(task["env_steps"], callback=Callback())
     if ppo:
         evaluate(sb3_model)
-    updates = int(sb3_model._n_updates)
-    return dict(
-        env_steps=sb3_model.num_timesteps,
-        updates=updates,
-        evals=evals,
-        loop_rates=rates,
-        update_stats=stats,
-    )
+    result = dict(env_steps=sb3_model.num_timesteps, updates=int(sb3_model._n_updates))
+    return dict(result, evals=evals, loop_rates=rates, update_stats=stats)
 
 
 def steady_state(task: dict, seed: int, iterations: int, flush_denormal: bool) -> dict:
@@ -128,23 +114,3 @@ def steady_state(task: dict, seed: int, iterations: int, flush_denormal: bool) -
         return steps
 
     return steady.time_calls(train, 0, 1)
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--task_json", required=True)
-    parser.add_argument("--seed", type=int, required=True)
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--steady", type=int, default=0, help="steady-state iterations")
-    parser.add_argument("--flush_denormal", action="store_true")
-    args = parser.parse_args()
-    task = report.read_json(args.task_json)
-    if args.steady:
-        result = steady_state(task, args.seed, args.steady, args.flush_denormal)
-    else:
-        result = learn(task, args.seed)
-    report.write_json(args.out, result)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,17 +1,13 @@
 """Steady-state training speed of an alf conf: time ``train_iter`` after a warm-up.
 
-Run as a script, this file is the worker: it imports only alf, torch and the standard
-library, so it times whichever checkout's alf is on ``PYTHONPATH`` (``alf_ab`` points it
-at an older revision). It builds the conf's algorithm through ``PolicyTrainer`` (no
-evaluation), calls ``train_iter()`` ``--warmup`` times untimed, then ``--iterations``
-times, and prints ``RESULT {json}``: env steps, wall and process CPU seconds of the timed
-part. CPU time is the process's own, so other jobs on a shared machine disturb it less
-than wall time. ``measure`` runs the worker in a subprocess and returns that dict.
+As a script, the worker: it imports only alf, torch and the standard library, so it times the
+checkout on ``PYTHONPATH`` (``alf_ab``: an older revision); it builds the conf's algorithm
+through ``PolicyTrainer`` and prints ``RESULT {json}``: env steps, wall and process CPU seconds
+of ``iterations`` calls after ``warmup``. ``measure`` runs it in a subprocess.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -27,13 +23,8 @@ def alf_algorithm(conf: str, seed: int, root_dir: str, params: list[str]):
     from alf.trainers.policy_trainer import PolicyTrainer
     from alf.utils import common
 
-    params = [
-        f"TrainerConfig.root_dir={root_dir!r}",
-        f"TrainerConfig.random_seed={seed}",
-        "TrainerConfig.evaluate=False",
-        *params,
-    ]
-    common.parse_conf_file(conf, params, [])
+    own = [f"TrainerConfig.root_dir={root_dir!r}", f"TrainerConfig.random_seed={seed}"]
+    common.parse_conf_file(conf, [*own, "TrainerConfig.evaluate=False", *params], [])
     return PolicyTrainer(TrainerConfig()).algorithm
 
 
@@ -51,10 +42,9 @@ def time_calls(step, warmup: int, iterations: int) -> dict:
 def measure(checkout: str, conf: str, seed: int, warmup: int, iterations: int, params=()) -> dict:
     """Run this worker on ``checkout``'s alf and ``conf`` (relative to it); its result."""
     root_dir = tempfile.mkdtemp(prefix="steady_")  # a fresh one: alf resumes from an old one
-    cmd = [sys.executable, os.path.abspath(__file__), "--conf", conf, "--seed", str(seed)]
-    cmd += ["--warmup", str(warmup), "--iterations", str(iterations), "--root_dir", root_dir]
-    for param in params:
-        cmd += ["--param", param]
+    args = dict(conf=conf, seed=seed, root_dir=root_dir, params=list(params))
+    args.update(warmup=warmup, iterations=iterations)
+    cmd = [sys.executable, os.path.abspath(__file__), json.dumps(args)]
     env = dict(os.environ, PYTHONPATH=checkout)
     out = subprocess.run(cmd, cwd=checkout, env=env, capture_output=True, text=True)
     shutil.rmtree(root_dir, ignore_errors=True)
@@ -65,20 +55,13 @@ def measure(checkout: str, conf: str, seed: int, warmup: int, iterations: int, p
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--conf", required=True)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--iterations", type=int, default=10)
-    parser.add_argument("--root_dir", default="/tmp/steady")
-    parser.add_argument("--param", action="append", default=[], help="a --conf_param")
-    args = parser.parse_args()
-    algorithm = alf_algorithm(args.conf, args.seed, args.root_dir, args.param)
+    args = json.loads(sys.argv[1])  # as ``measure`` writes them
+    algorithm = alf_algorithm(args["conf"], args["seed"], args["root_dir"], args["params"])
     import torch
 
     import alf
 
-    result = time_calls(algorithm.train_iter, args.warmup, args.iterations)
+    result = time_calls(algorithm.train_iter, args["warmup"], args["iterations"])
     result.update(alf_module=alf.__file__, torch_num_threads=torch.get_num_threads())
     print("RESULT " + json.dumps(result), flush=True)
 

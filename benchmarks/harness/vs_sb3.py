@@ -1,46 +1,30 @@
 """alf against Stable-Baselines3 with the same hyperparameters (the PPO and SAC tasks).
 
-Per seed, alf (its training CLI on the task's conf) and SB3 (``harness/sb3.py``) train in
-fresh processes, one torch thread each, one after the other or (``--turn_s S``) at once taking
-turns on one core (``interleave.py``; times are then running times). Both evaluate on separate
-envs at the same env steps; evaluation is timed and left out of the rates. A run's record:
-wall, eval, train (wall − eval) and CPU seconds, the eval curve ``[env_steps, return,
-train_time_s]``, the first eval reaching the threshold, and rates of the task's unit (PPO: env
-steps; SAC: updates) per train second, per CPU second and ``steady`` (median between
-evaluations after learning starts: no start-up); PPO adds its start-up estimate, each side's
-own per-iteration rate and approx KL / clip fraction. ``--steady N`` alternates steady-state
-timings instead (alf: ``harness/steady.py``).
+Per seed, alf (its training CLI on the task's conf) and SB3 (``harness/sb3.py``) train in fresh
+processes, one torch thread each, one after the other or (``--turn_s S``) taking turns on one
+core (``interleave.py``; times are then running times). Both evaluate at the same env steps;
+evaluation is timed and left out of the rates. ``--steady N`` alternates steady-state timings
+instead (alf: ``harness/steady.py``).
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 import os
 import re
 import shutil
-import sys
 from functools import partial
 
-from benchmarks.harness import report, runner, steady, tb
+from benchmarks.harness import cli, report, runner, steady, tb
 
-FRAMEWORKS = ("alf", "sb3")
-SB3_MODULE = "benchmarks.harness.sb3"
+FRAMEWORKS, UPDATE_STATS = ("alf", "sb3"), ("approx_kl", "clip_fraction")
+THRESHOLD_KEYS = ["steps_to_threshold", "time_to_threshold_s"]
+SB3_LEARN, SB3_STEADY = "benchmarks.harness.sb3:learn", "benchmarks.harness.sb3:steady_state"
 #: ``stable_baselines3.SAC`` keyword arguments at SB3's defaults.
-SB3_SAC_DEFAULTS = dict(
-    learning_rate=3e-4,
-    buffer_size=1_000_000,
-    learning_starts=100,
-    batch_size=256,
-    tau=0.005,
-    gamma=0.99,
-    train_freq=1,
-    gradient_steps=1,
-    ent_coef="auto",
-    target_entropy="auto",
-    policy_kwargs=dict(net_arch=[256, 256]),
-)
+SB3_SAC_DEFAULTS = dict(learning_rate=3e-4, buffer_size=1_000_000, learning_starts=100)
+SB3_SAC_DEFAULTS.update(batch_size=256, tau=0.005, gamma=0.99, train_freq=1, gradient_steps=1)
+SB3_SAC_DEFAULTS.update(ent_coef="auto", target_entropy="auto")
+SB3_SAC_DEFAULTS["policy_kwargs"] = dict(net_arch=[256, 256])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,19 +63,16 @@ def seed_runs(task: Task, seed: int, work_dir: str, turn_s: float) -> list[dict]
     shutil.rmtree(root_dir, ignore_errors=True)  # alf would resume an old run
     params = [f"TrainerConfig.num_env_steps={task.env_steps}", *task.conf_params]
     if task.algorithm == "sac":  # no mid-run checkpoint: it restarts the training env
-        params += [
-            "TrainerConfig.num_checkpoints=1",
-            f"TrainerConfig.eval_interval={task.eval_every}",
-        ]
-        params += [
-            f"TrainerConfig.{k}={task.num_eval_episodes}"
-            for k in ("num_eval_episodes", "num_eval_environments")
-        ]
-        params += [f"TrainerConfig.initial_collect_steps={task.learning_starts}"]
+        sac = dict(num_checkpoints=1, eval_interval=task.eval_every)
+        sac.update(num_eval_episodes=task.num_eval_episodes)
+        sac.update(num_eval_environments=task.num_eval_episodes)
+        sac.update(initial_collect_steps=task.learning_starts)
+        params += [f"TrainerConfig.{k}={v}" for k, v in sac.items()]
     alf_cmd = runner.alf_train_cmd(task.conf, root_dir, seed, params) + ["--nostore_snapshot"]
     out = os.path.join(work_dir, f"sb3_seed{seed}.json")
     info = dict(start=runner.now(), load_start=runner.load_average())
-    cmds, logs = [alf_cmd, _sb3_cmd(task, seed, out)], [root_dir + ".log", out + ".log"]
+    sb3_cmd = runner.function_cmd(SB3_LEARN, out, task=dataclasses.asdict(task), seed=seed)
+    cmds, logs = [alf_cmd, sb3_cmd], [root_dir + ".log", out + ".log"]
     alf_turns, sb3_turns = runner.run_jobs(cmds, logs, turn_s)
     info.update(end=runner.now(), load_end=runner.load_average())
     eval_dir, train_dir = os.path.join(root_dir, "eval"), os.path.join(root_dir, "train")
@@ -102,19 +83,13 @@ def seed_runs(task: Task, seed: int, work_dir: str, turn_s: float) -> list[dict]
     alf["updates"] = alf["env_steps"] - task.learning_starts + 1  # SAC: also on the step filling
     if task.algorithm == "ppo":
         alf["loop_rates"] = [v for _, _, v in tb.scalars(train_dir, "time/env_steps_per_sec")]
-        kl, clip = (
-            _per_step(tb.scalars(train_dir, f"loss/{n}")) for n in ("approx_kl", "clip_fraction")
-        )
-        alf["update_stats"] = [
-            dict(approx_kl=kl[s], clip_fraction=clip[s]) for s in sorted(kl) if s in clip
-        ]
+        kl, clip = (_per_step(tb.scalars(train_dir, f"loss/{n}")) for n in UPDATE_STATS)
+        alf["update_stats"] = [dict(zip(UPDATE_STATS, (kl[s], clip[s]))) for s in kl if s in clip]
         with open(root_dir + ".log") as f:
             checkpoints = re.findall(r"Checkpoint .* written in ([0-9.]+)s", f.read())
         info["checkpoint_s"] = round(sum(map(float, checkpoints)), 3)
-    results = [
-        result(task, "alf", seed, alf_turns, alf),
-        result(task, "sb3", seed, sb3_turns, report.read_json(out)),
-    ]
+    sb3 = report.read_json(out)
+    results = [result(task, "alf", seed, alf_turns, alf), result(task, "sb3", seed, sb3_turns, sb3)]
     return [dict(r, **info) for r in results]
 
 
@@ -124,14 +99,6 @@ def _per_step(values) -> dict:
     for step, _, value in values:
         steps.setdefault(step, []).append(value)
     return {s: sum(v) / len(v) for s, v in steps.items()}
-
-
-def _sb3_cmd(task: Task, seed: int, out: str, *extra) -> list[str]:
-    with open(out + ".task", "w") as f:
-        json.dump(dataclasses.asdict(task), f)
-    return runner.module_cmd(
-        SB3_MODULE, "--task_json", out + ".task", "--seed", seed, "--out", out, *extra
-    )
 
 
 def result(task: Task, framework: str, seed: int, turns, run: dict) -> dict:
@@ -151,9 +118,8 @@ def result(task: Task, framework: str, seed: int, turns, run: dict) -> dict:
     ]
     steady_rate = report.median(rates)
     hit = next((e for e in curve if task.threshold is not None and e[1] >= task.threshold), None)
-    record = dict(
-        framework=framework, seed=seed, env_steps=int(run["env_steps"]), updates=run["updates"]
-    )
+    record = dict(framework=framework, seed=seed, env_steps=int(run["env_steps"]))
+    record["updates"] = run["updates"]
     record.update(wall_s=wall, eval_s=eval_s, train_s=wall - eval_s, cpu_s=turns.cpu_s)
     record[f"{unit}_per_sec"] = count / (wall - eval_s)
     record[f"steady_{unit}_per_sec"] = steady_rate
@@ -164,35 +130,28 @@ def result(task: Task, framework: str, seed: int, turns, run: dict) -> dict:
         stats = run["update_stats"]
         record["startup_s"] = steady_rate and curve[0][2] - curve[0][0] / steady_rate
         record["loop_steps_per_sec"] = report.median(run["loop_rates"])
-        record["update_stats"] = dict(
-            iterations=len(stats),
-            approx_kl=report.median(s["approx_kl"] for s in stats),
-            clip_fraction=report.median(s["clip_fraction"] for s in stats),
-        )
+        medians = {k: report.median(s[k] for s in stats) for k in UPDATE_STATS}
+        record["update_stats"] = dict(iterations=len(stats), **medians)
     return dict(record, evals=curve)
 
 
-def speed(task: Task, framework: str, seed: int, iterations: int, work_dir: str) -> dict:
-    """One steady-state run of ``alf``, ``sb3`` or ``sb3_ftz`` (SB3 flushing subnormals)."""
-    info = dict(start=runner.now(), load_start=runner.load_average())
-    if framework == "alf":
-        params = [f"TrainerConfig.initial_collect_steps={task.steady_starts}"] * (
-            task.algorithm == "sac"
-        )
-        warmup = task.steady_starts + 200 if task.algorithm == "sac" else 2
-        result = steady.measure(runner.REPO_DIR, task.conf, seed, warmup, iterations, params)
-    else:
-        out = os.path.join(work_dir, f"speed_{framework}_{seed}.json")
-        extra = ["--steady", iterations] + ["--flush_denormal"] * (framework == "sb3_ftz")
-        runner.run(_sb3_cmd(task, seed, out, *extra), out + ".log")
-        result = report.read_json(out)
-    info.update(end=runner.now(), load_end=runner.load_average())
-    return dict(
-        framework=framework,
-        seed=seed,
-        **{k: result[k] for k in ("env_steps", "wall_s", "cpu_s")},
-        **info,
-    )
+def speeds(task: Task, frameworks, seed: int, iterations: int, work_dir: str) -> list[dict]:
+    """A steady-state run of each of ``alf``, ``sb3``, ``sb3_ftz`` (SB3 flushing subnormals)."""
+    sac, runs = task.algorithm == "sac", []
+    for framework in frameworks:
+        info = dict(framework=framework, seed=seed)
+        info.update(start=runner.now(), load_start=runner.load_average())
+        if framework == "alf":
+            params = [f"TrainerConfig.initial_collect_steps={task.steady_starts}"] * sac
+            warmup = task.steady_starts + 200 if sac else 2
+            result = steady.measure(runner.REPO_DIR, task.conf, seed, warmup, iterations, params)
+        else:
+            out = os.path.join(work_dir, f"speed_{framework}_{seed}.json")
+            kwargs = dict(task=dataclasses.asdict(task), seed=seed, iterations=iterations)
+            result = runner.call(SB3_STEADY, out, **kwargs, flush_denormal=framework != "sb3")
+        info.update(end=runner.now(), load_end=runner.load_average())
+        runs.append(dict(info, **{k: result[k] for k in ("env_steps", "wall_s", "cpu_s")}))
+    return runs
 
 
 # -- tables ------------------------------------------------------------------------------
@@ -212,10 +171,8 @@ def columns(task: Task) -> list[tuple]:
         cols += [("start-up s (est.)", "startup_s")] * task.startup
         cols += [("own per-iteration steps/s (median)", "loop_steps_per_sec", 0)]
         if t:
-            cols += [
-                (f"steps to ≥{t}", "steps_to_threshold", 1, "never"),
-                (f"time to ≥{t} s", "time_to_threshold_s"),
-            ]
+            cols += [(f"steps to ≥{t}", "steps_to_threshold", 1, "never")]
+            cols += [(f"time to ≥{t} s", "time_to_threshold_s")]
         return cols + [("final eval return", "final_return"), ("best eval return", "best_return")]
     cols = [("wall s", "wall_s"), ("eval s", "eval_s"), ("wall − eval s", "train_s")]
     cols += [("updates", "updates")]
@@ -225,24 +182,17 @@ def columns(task: Task) -> list[tuple]:
         cols += [("CPU s", "cpu_s"), ("best eval return", "best_return")]
         return cols + [("load avg (1 min) start → end", _load)]
     cols += [(f"≥ {t} reached", lambda r: "yes" if r["steps_to_threshold"] else "no")]
-    return cols + [
-        (f"env steps to ≥ {t}", "steps_to_threshold"),
-        (f"time to ≥ {t} s", "time_to_threshold_s"),
-    ]
+    cols += [(f"env steps to ≥ {t}", "steps_to_threshold")]
+    return cols + [(f"time to ≥ {t} s", "time_to_threshold_s")]
 
 
 def medians_rows(task: Task) -> list[tuple[str, str]]:
     """``(label, key)`` of the medians table (SAC: the keys themselves)."""
     if task.algorithm == "sac":
-        keys = (
-            "wall_s train_s updates_per_sec steady_updates_per_sec updates_per_cpu_sec final_return"
-        )
-        keys += (
-            " best_return cpu_s"
-            if task.threshold is None
-            else " steps_to_threshold time_to_threshold_s"
-        )
-        return [(k, k) for k in keys.split()]
+        keys = ["wall_s", "train_s", "updates_per_sec", "steady_updates_per_sec"]
+        keys += ["updates_per_cpu_sec", "final_return"]
+        keys += ["best_return", "cpu_s"] if task.threshold is None else THRESHOLD_KEYS
+        return [(k, k) for k in keys]
     t = None if task.threshold is None else f"{task.threshold:g}"
     rows = [("wall time s", "wall_s"), ("wall − eval s", "train_s")]
     rows += [("steps/s (wall − eval)", "steps_per_sec")]
@@ -268,17 +218,12 @@ def markdown(task: Task, runs: list[dict]) -> str:
         for i, r in enumerate(runs, 1)
     ]
     by_fw = {fw: [r for r in runs if r["framework"] == fw] for fw in FRAMEWORKS}
-    med = {
-        (fw, k): report.median(r.get(k) for r in by_fw[fw])
-        for fw in FRAMEWORKS
-        for _, k in medians_rows(task)
-    }
-    rows = [[label, fmt(med["alf", k]), fmt(med["sb3", k])] for label, k in medians_rows(task)]
-    for row, (_, k) in zip(rows, medians_rows(task)):
-        row.append(fmt(report.ratio(med["alf", k], med["sb3", k]), 2))
-    reached = {
-        fw: sum(1 for r in by_fw[fw] if r["steps_to_threshold"] is not None) for fw in FRAMEWORKS
-    }
+    rows = []
+    for label, key in medians_rows(task):
+        alf, sb3 = (report.median(r.get(key) for r in by_fw[fw]) for fw in FRAMEWORKS)
+        rows.append([label, fmt(alf), fmt(sb3), fmt(report.ratio(alf, sb3), 2)])
+    counts = [sum(r["steps_to_threshold"] is not None for r in by_fw[fw]) for fw in FRAMEWORKS]
+    counts = [f"{n}/{len(by_fw[fw])}" for n, fw in zip(counts, FRAMEWORKS)]
     pairs = [(a, b) for a in by_fw["alf"] for b in by_fw["sb3"] if a["seed"] == b["seed"]]
 
     def paired(key):
@@ -286,11 +231,7 @@ def markdown(task: Task, runs: list[dict]) -> str:
 
     if task.algorithm == "ppo":
         if task.threshold is not None:
-            rows.append(
-                [f"seeds reaching ≥{task.threshold:g}"]
-                + [f"{reached[fw]}/{len(by_fw[fw])}" for fw in FRAMEWORKS]
-                + [""]
-            )
+            rows.append([f"seeds reaching ≥{task.threshold:g}", *counts, ""])
         faster = sum(
             (a["steady_steps_per_sec"] or 0) > (b["steady_steps_per_sec"] or 0) for a, b in pairs
         )
@@ -308,7 +249,6 @@ def markdown(task: Task, runs: list[dict]) -> str:
             f"{paired('updates_per_sec')}, steady\nupdates/s {paired('steady_updates_per_sec')}."
         )
         if task.threshold is not None:
-            counts = [f"{reached[fw]}/{len(by_fw[fw])}" for fw in FRAMEWORKS]
             paired_text += (
                 f" Eval AverageReturn ≥ {task.threshold:g} within {task.env_steps:,} env\n"
                 f"steps: alf {counts[0]} seeds, SB3 {counts[1]}."
@@ -330,13 +270,12 @@ Eval AverageReturn by env steps:
 
 {report.table(["env steps"] + [f"{r['framework']} s{r['seed']}" for r in runs], curve)}"""
     if task.update_stats:
-        stats = [(r, r["update_stats"]) for r in runs]
-        stats = [[r["framework"], r["seed"], u["iterations"]] for r, u in stats]
-        for row, r in zip(stats, runs):
-            u = r["update_stats"]
-            row += [fmt(u["approx_kl"], 4), fmt(u["clip_fraction"], 3)]
-        header = ["framework", "seed", "iterations"]
-        header += ["approx KL (median)", "clip fraction (median)"]
+        stats = [(r["framework"], r["seed"], r["update_stats"]) for r in runs]
+        stats = [
+            [*r, u["iterations"], fmt(u["approx_kl"], 4), fmt(u["clip_fraction"], 3)]
+            for *r, u in stats
+        ]
+        header = ["framework", "seed", "iterations", "approx KL (median)", "clip fraction (median)"]
         text += f"\n\nPPO update diagnostics:\n\n{report.table(header, stats)}"
     return text
 
@@ -387,55 +326,27 @@ Against `sb3_ftz` (SB3 with `torch.set_flush_denormal(True)`, as alf runs by def
 # -- command line ------------------------------------------------------------------------
 
 
-def _non_negative(text: str) -> float:
-    if float(text) < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0 (0: one run after the other), got {text}")
-    return float(text)
-
-
-def parse_args(task: Task, doc: str):
-    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(task.seeds))
-    parser.add_argument("--env_steps", type=int, default=task.env_steps, help="per learning run")
-    parser.add_argument("--eval_every", type=int, default=task.eval_every, help="SAC: env steps")
-    parser.add_argument("--work_dir", default=f"/tmp/{task.name}_bench")
-    parser.add_argument("--turn_s", type=_non_negative, default=0.0, help="take turns (s)")
-    parser.add_argument("--steady", type=int, default=0, help="steady-state A/B of N iterations")
-    parser.add_argument("--repeats", type=int, default=3, help="steady-state A/B repeats")
-    parser.add_argument("--with_sb3_ftz", action="store_true", help="A/B: also SB3 + FTZ")
-    parser.add_argument("--report_only", action="store_true", help="RESULTS.md from the JSON")
-    parser.add_argument("--no_write", action="store_true", help="leave RESULTS.md alone")
-    parser.add_argument("--results_json", help="default: results/<task>[_steady].json")
-    args = parser.parse_args()
-    name = task.name + "_steady" * bool(args.steady)
-    args.results_json = args.results_json or os.path.join(report.RESULTS_DIR, f"{name}.json")
-    args.block = os.path.splitext(os.path.basename(args.results_json))[0]
-    return args
-
-
 def main(task: Task, doc: str) -> None:
     """A task's command line: learning runs, a steady-state A/B (``--steady``), or only the
     RESULTS.md block from the saved JSON (``--report_only``)."""
-    args = parse_args(task, doc)
+    parser = cli.parser(doc, task.name, task.seeds)
+    parser.add_argument("--env_steps", type=int, default=task.env_steps, help="per learning run")
+    parser.add_argument("--eval_every", type=int, default=task.eval_every, help="SAC: env steps")
+    parser.add_argument("--turn_s", type=float, default=0.0, help="take turns (s); 0: don't")
+    parser.add_argument("--steady", type=int, default=0, help="steady-state A/B of N iterations")
+    parser.add_argument("--repeats", type=int, default=3, help="steady-state A/B repeats")
+    parser.add_argument("--with_sb3_ftz", action="store_true", help="A/B: also SB3 + FTZ")
+    args = parser.parse_args()
     task = dataclasses.replace(task, env_steps=args.env_steps, eval_every=args.eval_every)
-    is_steady = args.steady or args.block.endswith("_steady")
-    render = partial(steady_markdown if is_steady else markdown, task)
-    record = report.read_json(args.results_json) if args.report_only else {}
-    if not args.report_only:
-        os.makedirs(args.work_dir, exist_ok=True)
-        command = " ".join(["python -m", f"benchmarks.{task.name}", *sys.argv[1:]])
-        record.update(command=command, machine=runner.machine_info(), runs=[])
+    name = task.name + "_steady" * bool(args.steady)
+    is_steady = (args.results_json or name).removesuffix(".json").endswith("_steady")
     frameworks = FRAMEWORKS + ("sb3_ftz",) * args.with_sb3_ftz
-    for i in [] if args.report_only else range(args.repeats) if args.steady else args.seeds:
-        if args.steady:
-            new = [speed(task, fw, i, args.steady, args.work_dir) for fw in frameworks]
-        else:
-            new = seed_runs(task, i, args.work_dir, args.turn_s)
-        record["runs"] += new
-        print(json.dumps([{k: v for k, v in r.items() if k != "evals"} for r in new]), flush=True)
-        report.write_json(args.results_json, record)
-        if not args.no_write and not args.steady:
-            report.write_block(args.block, render(record["runs"]))
-    if not args.no_write and (args.report_only or args.steady):
-        report.write_block(args.block, render(record["runs"]))
-    print(render(record["runs"]))
+    if args.steady:
+        jobs = [
+            partial(speeds, task, frameworks, repeat, args.steady, args.work_dir)
+            for repeat in range(args.repeats)
+        ]
+    else:
+        jobs = [partial(seed_runs, task, seed, args.work_dir, args.turn_s) for seed in args.seeds]
+    render = partial(steady_markdown if is_steady else markdown, task)
+    cli.run(args, name, render, jobs)

@@ -1,9 +1,21 @@
-"""The benchmark harness: tensorboard reader, tables and RESULTS.md blocks, A/B arithmetic."""
+"""The benchmark harness: tensorboard reader, tables and RESULTS.md blocks, A/B arithmetic,
+functions in fresh processes and the shared run loop."""
+
+import argparse
 
 import pytest
 
 from benchmarks import alf_ab
-from benchmarks.harness import report, steady, tb
+from benchmarks.harness import cli, report, runner, steady, tb
+
+_AB_RUNS = [
+    dict(checkout="base", repeat=0, cpu_s=2.0, wall_s=2.1, env_steps=1000),  # 2000 µs
+    dict(checkout="current", repeat=0, cpu_s=1.0, wall_s=1.1, env_steps=1000),  # 1000
+    dict(checkout="base", repeat=1, cpu_s=3.0, wall_s=3.0, env_steps=1000),  # 3000
+    dict(checkout="current", repeat=1, cpu_s=2.0, wall_s=2.0, env_steps=1000),  # 2000
+    dict(checkout="base", repeat=2, cpu_s=1.0, wall_s=1.0, env_steps=500),  # 2000
+    dict(checkout="current", repeat=2, cpu_s=0.8, wall_s=0.8, env_steps=500),  # 1600
+]
 
 
 def test_scalars_reads_back_what_was_written(tmp_path):
@@ -57,15 +69,7 @@ def test_write_json_rounds_and_round_trips(tmp_path):
 
 
 def test_ab_summary_arithmetic():
-    runs = [
-        dict(checkout="base", repeat=0, cpu_s=2.0, wall_s=2.1, env_steps=1000),  # 2000 µs
-        dict(checkout="current", repeat=0, cpu_s=1.0, wall_s=1.1, env_steps=1000),  # 1000
-        dict(checkout="base", repeat=1, cpu_s=3.0, wall_s=3.0, env_steps=1000),  # 3000
-        dict(checkout="current", repeat=1, cpu_s=2.0, wall_s=2.0, env_steps=1000),  # 2000
-        dict(checkout="base", repeat=2, cpu_s=1.0, wall_s=1.0, env_steps=500),  # 2000
-        dict(checkout="current", repeat=2, cpu_s=0.8, wall_s=0.8, env_steps=500),  # 1600
-    ]
-    summary = alf_ab.summarize(runs)
+    summary = alf_ab.summarize(_AB_RUNS)
     assert summary["cpu_us_per_step"] == pytest.approx({"base": 2000.0, "current": 1600.0})
     assert summary["speed_ratio"] == pytest.approx(1.25)
     # paired: 2.0, 1.5, 1.25 -> median 1.5; fastest: base 2000, current 1000
@@ -84,3 +88,28 @@ def test_time_calls_counts_env_steps():
     assert len(calls) == 8
     assert result["iterations"] == 5 and result["env_steps"] == 40
     assert result["cpu_s"] >= 0 and result["wall_s"] >= 0
+
+
+def test_call_runs_a_function_in_a_fresh_process(tmp_path):
+    result = runner.call("benchmarks.alf_ab:summarize", str(tmp_path / "out.json"), runs=_AB_RUNS)
+    assert result["cpu_us_per_step"] == {"base": 2000.0, "current": 1600.0}
+    assert result["speed_ratio"] == 1.25 and result["paired_speed_ratio"] == 1.5
+    assert result["fastest_speed_ratio"] == 2.0
+
+
+def test_run_saves_every_job_and_report_only_renders_the_saved_runs(tmp_path, capsys):
+    path = str(tmp_path / "r.json")
+    args = argparse.Namespace(results_json=path, work_dir=str(tmp_path / "work"))
+    args.report_only, args.no_write = False, True
+
+    def render(runs):
+        return f"total {sum(r['x'] for r in runs):g}"
+
+    jobs = [lambda: [dict(x=1.5)], lambda: [dict(x=2.25), dict(x=0.25)]]
+    cli.run(args, "unused", render, jobs, answer=42)
+    record = report.read_json(path)
+    assert [r["x"] for r in record["runs"]] == [1.5, 2.25, 0.25] and record["answer"] == 42
+    assert capsys.readouterr().out.splitlines()[-1] == "total 4"
+    args.report_only = True
+    cli.run(args, "unused", render, [lambda: pytest.fail("report_only runs no job")])
+    assert capsys.readouterr().out == "total 4\n"

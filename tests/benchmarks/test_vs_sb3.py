@@ -57,4 +57,4 @@ def test_dqn_and_mirror_blocks_regenerate_from_json():
         runs = report.read_json(f"{report.RESULTS_DIR}/{name}.json")["runs"]
         assert dqn.tables(runs) == _block(name)
     record = report.read_json(f"{report.RESULTS_DIR}/mirror_walker.json")
-    assert mirror.markdown(record) == _block("mirror_walker")
+    assert mirror.markdown(record["runs"]) == _block("mirror_walker")
