@@ -141,7 +141,8 @@ class Unroller:
         return self._metrics
 
     def restart(self, seed: int | None = None) -> None:
-        """Start new episodes at the next step: ``env.reset()`` then (after ``seed``).
+        """Start new episodes at the next step: ``env.seed(seed)`` (when given), then
+        ``env.reset()`` when the next step is taken.
 
         The episodes running now are cut short and not counted as finished.
         """
