@@ -40,42 +40,6 @@ _EXPORTS = {
     "unroller": ("AlgorithmPolicy", "Unroll", "Unroller"),
 }
 
-__all__ = [
-    "ActorCriticAlgorithm",
-    "ActorCriticLoss",
-    "Algorithm",
-    "AlgorithmPolicy",
-    "DataTransformer",
-    "DdpgAlgorithm",
-    "DqnAlgorithm",
-    "EpochLearner",
-    "FrameStacker",
-    "HindsightExperienceTransformer",
-    "IdentityDataTransformer",
-    "ImageScaleTransformer",
-    "Learner",
-    "ObservationNormalizer",
-    "OffPolicyAlgorithm",
-    "OnPolicyAlgorithm",
-    "OnPolicyLearner",
-    "OneStepTDLoss",
-    "PPOAlgorithm",
-    "PPOLoss",
-    "RLAlgorithm",
-    "ReplayLearner",
-    "RewardClipping",
-    "RewardNormalizer",
-    "RewardScaling",
-    "SacAlgorithm",
-    "SequentialDataTransformer",
-    "TDLoss",
-    "Td3Algorithm",
-    "TrainerConfig",
-    "UntransformedTimeStep",
-    "Unroll",
-    "Unroller",
-    "create_data_transformer",
-    "l2_distance_reward_fn",
-]
+__all__ = sorted([name for names in _EXPORTS.values() for name in names])
 
 __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

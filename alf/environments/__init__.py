@@ -35,28 +35,6 @@ _EXPORTS = {
     "utils": ("create_environment",),
 }
 
-__all__ = [
-    "AlfEnvironment",
-    "AlfEnvironmentBaseWrapper",
-    "AlfGymWrapper",
-    "BatchedEnvironment",
-    "ContinuousActionClip",
-    "FrameGrayScale",
-    "FrameResize",
-    "FrameSkip",
-    "ImageChannelFirst",
-    "MirrorWrapper",
-    "NonEpisodicAgent",
-    "NormalizedAction",
-    "ParallelAlfEnvironment",
-    "ProcessEnvironment",
-    "RandomFirstEpisodeLength",
-    "ThreadEnvironment",
-    "TimeLimit",
-    "alf_wrappers",
-    "create_environment",
-    "gym_wrappers",
-    "suite_gym",
-]
+__all__ = sorted([name for names in _EXPORTS.values() for name in names] + list(_SUBMODULES))
 
 __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS, _SUBMODULES)
