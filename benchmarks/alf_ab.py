@@ -1,13 +1,15 @@
 """Steady-state speed of this checkout's alf against an older revision, in one run.
 
-    python -m benchmarks.alf_ab --base 293c6c0 --task ppo_cartpole [--repeats 5]
+    python -m benchmarks.alf_ab --base 293c6c0 --task ppo_cartpole [--repeats 5] [--turn_s 0.5]
 
 ``alf/`` of ``--base`` and of this working tree (uncommitted changes included) are copied to
 two paths of the same length (the environment's size can shift speed by a few percent) and
-timed on the same example conf (``harness/steady.py``), alternating base, current, current,
-base, ... (the second of a pair tends to be slower). Reported: process CPU time per env step
-and the speed ratio current / base (> 1: current is faster), of the medians, as the median of
-the per-repeat ratios and of the fastest runs.
+timed on the same example conf (``harness/steady.py``). In each repeat both run at once taking
+turns of ``--turn_s`` seconds on one core (``harness/interleave.py``), so a slow spell of the
+machine falls on both; who starts alternates. Reported: process CPU time per env step and the
+speed ratio current / base (> 1: current is faster), of the medians, as the median of the
+per-repeat ratios and of the fastest runs (wall time includes the other's turns). Pin it to
+a core: ``taskset -c 1 python -m ...``.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ def main() -> None:
     parser.add_argument("--task", choices=sorted(TASKS), default="ppo_cartpole")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--iterations", type=int, help="timed train_iter calls per run")
+    parser.add_argument("--turn_s", type=float, default=0.5, help="0: one after the other")
     parser.add_argument("--out", help="also write the runs and summary to this JSON file")
     args = parser.parse_args()
     conf, warmup, iterations = TASKS[args.task]
@@ -66,8 +69,15 @@ def main() -> None:
         shutil.copytree(f"{runner.REPO_DIR}/alf", f"{current}/alf", ignore=ignore)
         checkouts = dict(base=export(args.base, os.path.join(tmp, "a")), current=current)
         for repeat in range(args.repeats):
-            for name in CHECKOUTS[:: 1 if repeat % 2 == 0 else -1]:  # ABBA: order effects cancel
-                result = steady.measure(checkouts[name], conf, repeat, warmup, iterations)
+            names = CHECKOUTS[:: 1 if repeat % 2 == 0 else -1]  # who starts alternates
+            jobs = [steady.worker(checkouts[n], conf, repeat, warmup, iterations) for n in names]
+            logs = [os.path.join(tmp, f"{n}_{repeat}.log") for n in names]
+            runner.run_jobs([cmd for cmd, _ in jobs], logs, args.turn_s)
+            for _, root_dir in jobs:
+                shutil.rmtree(root_dir, ignore_errors=True)
+            for name, log in zip(names, logs):
+                with open(log) as f:
+                    result = steady.result(f.read())
                 runs.append(dict(result, checkout=name, repeat=repeat, load=runner.load_average()))
                 cpu_us = 1e6 * result["cpu_s"] / result["env_steps"]
                 wall_us = 1e6 * result["wall_s"] / result["env_steps"]

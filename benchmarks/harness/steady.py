@@ -39,19 +39,30 @@ def time_calls(step, warmup: int, iterations: int) -> dict:
     return dict(iterations=iterations, env_steps=int(env_steps), wall_s=wall, cpu_s=cpu)
 
 
+def worker(checkout: str, conf: str, seed: int, warmup: int, iterations: int, params=()):
+    """The command running this worker on ``checkout``'s alf and ``conf`` (relative to it), and
+    its fresh root_dir (alf resumes from an old one)."""
+    root_dir = tempfile.mkdtemp(prefix="steady_")
+    args = dict(conf=os.path.join(checkout, conf), seed=seed, root_dir=root_dir)
+    args.update(params=list(params), warmup=warmup, iterations=iterations)
+    cmd = ["env", f"PYTHONPATH={checkout}", sys.executable, os.path.abspath(__file__)]
+    return [*cmd, json.dumps(args)], root_dir
+
+
+def result(output: str) -> dict:
+    """The worker's result in its output."""
+    line = next(x for x in output.splitlines() if x.startswith("RESULT "))
+    return json.loads(line[len("RESULT ") :])
+
+
 def measure(checkout: str, conf: str, seed: int, warmup: int, iterations: int, params=()) -> dict:
-    """Run this worker on ``checkout``'s alf and ``conf`` (relative to it); its result."""
-    root_dir = tempfile.mkdtemp(prefix="steady_")  # a fresh one: alf resumes from an old one
-    args = dict(conf=conf, seed=seed, root_dir=root_dir, params=list(params))
-    args.update(warmup=warmup, iterations=iterations)
-    cmd = [sys.executable, os.path.abspath(__file__), json.dumps(args)]
-    env = dict(os.environ, PYTHONPATH=checkout)
-    out = subprocess.run(cmd, cwd=checkout, env=env, capture_output=True, text=True)
+    """Run the worker (see ``worker``) alone; its result."""
+    cmd, root_dir = worker(checkout, conf, seed, warmup, iterations, params)
+    out = subprocess.run(cmd, cwd=checkout, capture_output=True, text=True)
     shutil.rmtree(root_dir, ignore_errors=True)
     if out.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{out.stderr[-3000:]}")
-    line = next(x for x in out.stdout.splitlines() if x.startswith("RESULT "))
-    return json.loads(line[len("RESULT ") :])
+    return result(out.stdout)
 
 
 def main() -> None:

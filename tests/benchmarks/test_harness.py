@@ -2,6 +2,8 @@
 functions in fresh processes and the shared run loop."""
 
 import argparse
+import json
+import os
 
 import pytest
 
@@ -88,6 +90,19 @@ def test_time_calls_counts_env_steps():
     assert len(calls) == 8
     assert result["iterations"] == 5 and result["env_steps"] == 40
     assert result["cpu_s"] >= 0 and result["wall_s"] >= 0
+
+
+def test_steady_worker_runs_the_given_checkout_and_its_result_is_parsed():
+    cmd, root_dir = steady.worker("/ck", "alf/examples/c.py", 3, 2, 5, ["A.b=1"])
+    try:
+        assert cmd[:2] == ["env", "PYTHONPATH=/ck"] and cmd[3] == os.path.abspath(steady.__file__)
+        args = dict(conf="/ck/alf/examples/c.py", seed=3, root_dir=root_dir, params=["A.b=1"])
+        assert json.loads(cmd[-1]) == dict(args, warmup=2, iterations=5)
+        assert os.path.isdir(root_dir) and not os.listdir(root_dir)
+    finally:
+        os.rmdir(root_dir)
+    output = 'loading conf\nRESULT {"env_steps": 40, "cpu_s": 0.5}\nbye\n'
+    assert steady.result(output) == {"env_steps": 40, "cpu_s": 0.5}
 
 
 def test_call_runs_a_function_in_a_fresh_process(tmp_path):
