@@ -32,8 +32,12 @@ def _success_rate(algorithm, env, num_episodes=50) -> float:
 
 
 def _train(use_her: bool, env_steps: int, seed: int = 0) -> float:
+    """Success rate after ``env_steps``; every random stream, the envs' included, comes from
+    ``seed`` (an unseeded env draws from the OS and makes the result vary from run to run)."""
     seeding.set_random_seed(seed)
-    env = create_environment(env_name=POINT_GOAL, num_parallel_environments=4, nonparallel=True)
+    env = create_environment(
+        env_name=POINT_GOAL, num_parallel_environments=4, nonparallel=True, seed=seed
+    )
     eval_env = create_environment(
         env_name=POINT_GOAL, num_parallel_environments=10, nonparallel=True, seed=99
     )
