@@ -77,6 +77,8 @@ def test_ab_summary_arithmetic():
     # paired: 2.0, 1.5, 1.25 -> median 1.5; fastest: base 2000, current 1000
     assert summary["paired_speed_ratio"] == pytest.approx(1.5)
     assert summary["fastest_speed_ratio"] == pytest.approx(2.0)
+    low, high = summary["paired_ci95"]  # medians of resamples of [2.0, 1.5, 1.25]
+    assert low == pytest.approx(1.25) and high == pytest.approx(2.0)
 
 
 def test_time_calls_counts_env_steps():
