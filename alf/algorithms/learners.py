@@ -97,9 +97,12 @@ class OnPolicyLearner(Learner):
     ``T + 1`` rows, ``train_step`` recomputes the outputs with gradient over all of
     them (at once, or step by step for recurrent models), and one
     ``update_with_gradient`` is made with the bootstrap row and LAST steps masked out.
+    ``TrainerConfig.whole_replay_buffer_training`` and ``clear_replay_buffer`` need not be
+    set; set to False they are an error.
     """
 
     def __init__(self, algorithm, config):
+        _refuse_replay_settings(algorithm, config, "once")
         super().__init__(algorithm, config)
         needs_replay = algorithm.data_transformer.needs_replay()
         if needs_replay:
@@ -362,17 +365,7 @@ class EpochLearner(ReplayLearner):
     """
 
     def __init__(self, algorithm, config):
-        contradicting = [
-            name
-            for name in ("whole_replay_buffer_training", "clear_replay_buffer")
-            if getattr(config, name) is False
-        ]
-        if contradicting:
-            raise ValueError(
-                f"{algorithm.name} trains on each unroll for several epochs and then "
-                f"discards it: TrainerConfig.{' and '.join(contradicting)} cannot be False "
-                f"for it (leave them unset)"
-            )
+        _refuse_replay_settings(algorithm, config, "for several epochs")
         super().__init__(algorithm, config)
 
     @property
@@ -382,6 +375,23 @@ class EpochLearner(ReplayLearner):
     @property
     def clear_replay_buffer(self) -> bool:
         return True
+
+
+def _refuse_replay_settings(algorithm, config, how: str) -> None:
+    """An algorithm that trains on each unroll ``how`` and then discards it cannot honour
+    ``whole_replay_buffer_training`` or ``clear_replay_buffer`` set to False: an error naming
+    them (unset or True, they describe what it does anyway)."""
+    contradicting = [
+        name
+        for name in ("whole_replay_buffer_training", "clear_replay_buffer")
+        if getattr(config, name) is False
+    ]
+    if contradicting:
+        raise ValueError(
+            f"{algorithm.name} trains on each unroll {how} and then discards it: "
+            f"TrainerConfig.{' and '.join(contradicting)} cannot be False for it (leave them "
+            f"unset)"
+        )
 
 
 def _store(buffer: ReplayBuffer, experiences: list[Experience]) -> None:

@@ -62,11 +62,13 @@ def test_ppo_needs_no_regime_settings_and_alf_confs_that_set_them_train_the_same
 
 
 @pytest.mark.parametrize("name", ["whole_replay_buffer_training", "clear_replay_buffer"])
-def test_ppo_refuses_a_regime_it_cannot_train_in_naming_the_setting(name):
+@pytest.mark.parametrize("algorithm", [PPOAlgorithm, ActorCriticAlgorithm])
+def test_unroll_learners_refuse_a_regime_they_cannot_train_in_naming_the_setting(algorithm, name):
     env = counting_env(num_envs=2)
     try:
         with pytest.raises(ValueError, match=f"TrainerConfig.{name} cannot be False"):
-            make_algorithm(PPOAlgorithm, env, _ppo_config(**{name: False}))
+            make_algorithm(algorithm, env, _ppo_config(**{name: False}))
+        make_algorithm(algorithm, env, _ppo_config(**{name: True}))  # what it does anyway
     finally:
         env.close()
 
