@@ -20,6 +20,7 @@ import alf.summary
 from alf.data_structures import LossInfo
 from alf.optimizers import OptimizerSpec
 from alf.tensor_specs import zeros_from_spec
+from alf.utils.finite import NonFiniteError
 from alf.utils.math_ops import masked_mean
 
 _OPTIMIZER_KEY = "_optimizers"
@@ -61,6 +62,9 @@ class Algorithm(nn.Module):
         self._optimizers: list[tuple[OptimizerSpec, torch.optim.Optimizer, list]] | None = None
         self._debug_summaries = debug_summaries
         self.last_grad_norms: dict[str, float] = {}
+        self.max_non_finite_updates_in_a_row = 10
+        self.non_finite_updates_skipped = 0
+        self._non_finite_in_a_row = 0
 
     @property
     def name(self) -> str:
@@ -165,6 +169,11 @@ class Algorithm(nn.Module):
             gradient norm of each optimizer (before clipping) is in
             ``self.last_grad_norms``: for optimizers that clip, and for all while
             summaries are recorded (computing it costs three kernels per optimizer).
+
+        Raises:
+            NonFiniteError: ``max_non_finite_updates_in_a_row`` updates in a row were
+                skipped: when the loss or a computed gradient norm is NaN or inf, no
+                optimizer steps (one host sync per update tells).
         """
         loss = masked_mean(loss_info.loss, valid_masks, sample_weights)
         if not isinstance(loss_info.scalar_loss, tuple):
@@ -181,9 +190,34 @@ class Algorithm(nn.Module):
             if spec.gradient_clipping is not None or summarize:  # else the norm is unused
                 name = spec.name if spec.name not in grad_norms else f"{spec.name}_{i}"
                 grad_norms[name] = spec.clip_gradients(params)
-            optimizer.step()
         self.last_grad_norms = grad_norms
+        norms = [torch.as_tensor(n, device=loss.device).float() for n in grad_norms.values()]
+        checked = torch.stack([loss.detach().float().reshape(()), *norms])
+        if bool(torch.isfinite(checked).all()):
+            self._non_finite_in_a_row = 0
+            for _, optimizer, _ in optimizers:
+                optimizer.step()
+        else:
+            self._skip_non_finite_update(loss, grad_norms)
         return loss_info._replace(loss=loss.detach())
+
+    def _skip_non_finite_update(self, loss: torch.Tensor, grad_norms: dict) -> None:
+        """Count, log and summarize a skipped update; raise after too many in a row."""
+        for _, optimizer, _ in self.optimizers():
+            optimizer.zero_grad(set_to_none=True)
+        self.non_finite_updates_skipped += 1
+        self._non_finite_in_a_row += 1
+        alf.summary.scalar("loss/non_finite_updates_skipped", self.non_finite_updates_skipped)
+        norms = ", ".join(f"{k} {float(v):.4g}" for k, v in grad_norms.items())
+        what = f"loss {float(loss.detach()):.4g}" + (f", gradient norms {norms}" if norms else "")
+        logging.warning("%s: update skipped, not finite (%s)", self.name, what)
+        if self._non_finite_in_a_row >= self.max_non_finite_updates_in_a_row:
+            raise NonFiniteError(
+                f"{self.name}: {self._non_finite_in_a_row} updates in a row had a non-finite "
+                f"loss or gradient norm (last: {what}); the weights have diverged (lower "
+                f"the learning rate?). TrainerConfig.max_non_finite_updates_in_a_row="
+                f"{self.max_non_finite_updates_in_a_row}"
+            )
 
     # -- checkpointing ---------------------------------------------------------
 

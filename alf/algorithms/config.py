@@ -105,6 +105,10 @@ class TrainerConfig:
             those 5,000 steps took 13% longer without flushing. Learning is
             unaffected beyond values below 1.2e-38 becoming 0. No effect on CUDA
             tensors.
+        max_non_finite_updates_in_a_row: an update whose loss or gradient norm is
+            NaN or inf is skipped (no optimizer step; counted in the summary
+            ``loss/non_finite_updates_skipped`` and logged); this many skipped in a
+            row stop the run with an error (the weights have diverged).
         device: ``'cpu'``, ``'cuda'`` or None (cuda when available). The one place
             the training device is chosen.
         init_from: start a new run from the weights of another run: that
@@ -158,6 +162,7 @@ class TrainerConfig:
     checkpoint_replay_buffer: bool = True
     num_threads: int = 1
     flush_denormal: bool = True
+    max_non_finite_updates_in_a_row: int = 10
     device: str | None = None
     init_from: str | None = None
     init_from_normalizers: bool = True

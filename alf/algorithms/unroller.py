@@ -34,6 +34,7 @@ from alf.data_structures import AlgStep, Experience, StepType, TimeStep
 from alf.metrics import EpisodeMetrics
 from alf.tensor_specs import zeros_from_spec
 from alf.utils.device import to_cpu, to_device
+from alf.utils.finite import check_time_step
 
 
 class AlgorithmPolicy:
@@ -126,6 +127,7 @@ class Unroller:
         self._policy_state = None
         self._transform_state = None
         self._initial_state = None
+        self._env_steps = 0
 
     @property
     def env(self):
@@ -154,6 +156,7 @@ class Unroller:
         if self._time_step is None:
             batch_size = self._env.batch_size
             self._time_step = self._env.reset()
+            check_time_step(self._time_step, self._env_steps)
             self._initial_state = self._policy.initial_state(batch_size)
             self._policy_state = self._initial_state
             self._transform_state = zeros_from_spec(self._transformer.state_spec, batch_size)
@@ -178,6 +181,8 @@ class Unroller:
         time_step = self._time_step
         taken = self._policy_step(time_step, self._policy_state, self._transform_state)
         self._time_step = self._env.step(to_cpu(taken.step.output))
+        self._env_steps += self._env.batch_size
+        check_time_step(self._time_step, self._env_steps)
         self._policy_state = taken.step.state
         self._transform_state = taken.transform_state
         return time_step, taken

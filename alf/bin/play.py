@@ -119,22 +119,29 @@ def load_checkpoint(root_dir: str, step: int | None = None, best: bool = False) 
     """The checkpoint of ``root_dir`` (newest readable, ``ckpt-<step>.pt`` or the best).
 
     Raises:
-        SetupError: no such checkpoint, or none readable.
+        SetupError: no such checkpoint, none readable, or one whose weights are not finite.
     """
-    from alf.utils.checkpoint_utils import Checkpointer, CheckpointError
+    from alf.utils.checkpoint_utils import BEST_NAME, Checkpointer, CheckpointError
+    from alf.utils.finite import first_non_finite
 
     checkpointer = Checkpointer(os.path.join(root_dir, "train", "algorithm"))
+    path, state = os.path.join(checkpointer.directory, BEST_NAME), None
     try:
         if best:
             state = checkpointer.load_best()
+        elif step is not None:
+            path, state = checkpointer.path(step), checkpointer.load(step)
         else:
-            state = checkpointer.load(step)
+            path, state = checkpointer.load_newest() or (None, None)
     except CheckpointError as e:
         raise SetupError(one_line(e)) from e
     if state is None:
         raise SetupError(f"{root_dir} has no checkpoint in {checkpointer.directory}")
     if "algorithm" not in state:
-        raise SetupError(f"the checkpoint in {checkpointer.directory} holds no algorithm state")
+        raise SetupError(f"the checkpoint {path} holds no algorithm state")
+    culprit = first_non_finite(state["algorithm"], prefix="algorithm")
+    if culprit is not None:
+        raise SetupError(f"the checkpoint {path} holds non-finite weights: {culprit}")
     return state
 
 

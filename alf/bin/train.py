@@ -32,7 +32,11 @@ Training into an existing ``root_dir`` resumes from its newest checkpoint.
 Bad input (missing conf, unknown configurable or argument, malformed
 ``--conf_param``, unknown env id, a bad ``--init_from`` or ``--from_record``)
 prints one error line and exits with status 2 before anything in ``root_dir`` is
-written. SIGTERM / SIGINT save a checkpoint and exit 0.
+written. One trainer at a time per ``root_dir``: a second one exits with status 2 and
+a line naming the directory and the pid of the trainer that holds it
+(``alf.utils.run_lock``). SIGTERM / SIGINT save a checkpoint and exit 0. A NaN or inf
+from an environment, or a diverged loss, stops training with one error line and status 1
+before anything non-finite is saved (``alf.utils.finite``).
 """
 
 from __future__ import annotations
@@ -212,29 +216,53 @@ def main(argv) -> int:
 
 def _train(root_dir: str, scratch_dir: str) -> int:
     from alf.utils import run_record
+    from alf.utils.finite import NonFiniteError
 
+    trainer = None
     try:
         with deferred_logs():
             trainer, args = build_trainer(root_dir, scratch_dir)
+            lock = _lock_root_dir(root_dir)
     except SetupError as e:
+        if trainer is not None:
+            trainer.close()
         print(f"alf.bin.train: error: {e}", file=sys.stderr)
         return 2
-    os.makedirs(root_dir, exist_ok=True)
-    run_record.write_run_record(
-        root_dir,
-        args.conf,
-        args.conf_params,
-        args.gin_params,
-        details=_record_details(trainer, args),
-        resuming=trainer.has_checkpoint,
-    )
-    run_record.write_operative_config(root_dir)
-    if FLAGS.store_snapshot:
-        run_record.store_snapshot(root_dir)
-    logging.info("Training in %s with conf %s", root_dir, args.conf)
-    trainer.train()
-    run_record.write_operative_config(root_dir)
+    with lock:
+        run_record.write_run_record(
+            root_dir,
+            args.conf,
+            args.conf_params,
+            args.gin_params,
+            details=_record_details(trainer, args),
+            resuming=trainer.has_checkpoint,
+        )
+        run_record.write_operative_config(root_dir)
+        if FLAGS.store_snapshot:
+            run_record.store_snapshot(root_dir)
+        logging.info("Training in %s with conf %s", root_dir, args.conf)
+        try:
+            trainer.train()
+        except NonFiniteError as e:
+            print(f"alf.bin.train: error: {e}", file=sys.stderr)
+            return 1
+        run_record.write_operative_config(root_dir)
     return 0
+
+
+def _lock_root_dir(root_dir: str):
+    """Create ``root_dir`` if needed and take its lock (one trainer per root_dir)."""
+    from alf.utils.run_lock import RootDirInUse, RootDirLock
+
+    try:
+        os.makedirs(root_dir, exist_ok=True)
+        lock = RootDirLock(root_dir)
+        lock.acquire()
+    except RootDirInUse as e:
+        raise SetupError(str(e)) from e
+    except OSError as e:
+        raise SetupError(f"cannot use root_dir {root_dir}: {e.strerror or one_line(e)}") from e
+    return lock
 
 
 def run() -> None:

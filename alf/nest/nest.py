@@ -2,12 +2,14 @@
 
 A *nest* is a leaf (array, tensor, number, spec, ...) or a NamedTuple / dict /
 list / tuple of nests. ``None`` and ``()`` are empty nests (they have no leaves).
-Dict leaves are visited in sorted key order, the same order for every function
-here, so ``flatten`` and ``pack_sequence_as`` always agree.
+Dict leaves are visited in sorted key order (an ``OrderedDict``, such as a torch
+``state_dict``, in insertion order), the same order for every function here, so
+``flatten``, ``flatten_with_path`` and ``pack_sequence_as`` always agree.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -92,7 +94,9 @@ def _paths(nest, prefix=""):
     if nest is None:
         return []
     if isinstance(nest, dict):
-        items = [(str(k), nest[k]) for k in sorted(nest)]
+        # optree's order: an OrderedDict (a torch state_dict) in insertion order, others sorted
+        keys = nest if isinstance(nest, OrderedDict) else sorted(nest)
+        items = [(str(k), nest[k]) for k in keys]
     elif is_namedtuple(nest):
         items = list(zip(nest._fields, nest))
     elif isinstance(nest, (list, tuple)):

@@ -10,7 +10,9 @@ pickled object (``__reduce__`` payload) is refused and the payload never runs.
 The newest ``keep`` checkpoints are kept, plus ``ckpt-best.pt`` (the state at the
 best evaluation). If the newest checkpoint is unreadable, ``load`` falls
 back to the previous one with a warning; if none is readable it raises: it
-never silently starts from scratch.
+never silently starts from scratch. A state whose ``"algorithm"`` entry holds a NaN or
+inf is never written (``alf.utils.finite``): a diverged run cannot replace or prune the
+good checkpoints.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import re
 import tempfile
 
 import torch
+
+from alf.utils.finite import NonFiniteError, first_non_finite
 
 _CKPT_RE = re.compile(r"^ckpt-(\d+)\.pt$")
 BEST_NAME = "ckpt-best.pt"
@@ -61,17 +65,25 @@ class Checkpointer:
         return os.path.join(self._dir, f"ckpt-{step}.pt")
 
     def save(self, step: int, state: dict) -> str:
-        """Atomically write ``state`` as ``ckpt-<step>.pt``; prune old ones; return the path."""
-        os.makedirs(self._dir, exist_ok=True)
+        """Atomically write ``state`` as ``ckpt-<step>.pt``; prune old ones; return the path.
+
+        Raises:
+            NonFiniteError: ``state["algorithm"]`` holds a NaN or inf; nothing was written
+                or pruned.
+        """
         path = self.path(step)
+        _refuse_non_finite(state, path)
+        os.makedirs(self._dir, exist_ok=True)
         _atomic_torch_save(state, path)
         self._prune()
         return path
 
     def save_best(self, state: dict, score: float) -> str:
-        """Atomically write ``state`` as ``ckpt-best.pt`` (never used for resuming)."""
-        os.makedirs(self._dir, exist_ok=True)
+        """Atomically write ``state`` as ``ckpt-best.pt`` (never used for resuming); refused
+        like ``save`` when its weights are not finite."""
         path = os.path.join(self._dir, BEST_NAME)
+        _refuse_non_finite(state, path)
+        os.makedirs(self._dir, exist_ok=True)
         _atomic_torch_save(dict(state, best_score=float(score)), path)
         logging.info("Best checkpoint so far (score %.4g) written to %s", score, path)
         return path
@@ -130,6 +142,17 @@ class Checkpointer:
         if not os.path.exists(path):
             raise CheckpointError(f"No best checkpoint {path}")
         return safe_load(path, map_location)
+
+
+def _refuse_non_finite(state: dict, path: str) -> None:
+    """Raise ``NonFiniteError`` when the algorithm's state in ``state`` is not finite."""
+    culprit = first_non_finite(state.get("algorithm", {}), prefix="algorithm")
+    if culprit is not None:
+        directory = os.path.dirname(path)
+        raise NonFiniteError(
+            f"{culprit} is not finite: {os.path.basename(path)} was not written, and the "
+            f"checkpoints already in {directory} are kept"
+        )
 
 
 def _atomic_torch_save(state: dict, path: str) -> None:

@@ -18,6 +18,8 @@ import pytest
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+import alf.nest as nest
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TINY_CONF = os.path.join(REPO, "tests", "confs", "tiny_ppo_conf.py")
 METRICS = ["AverageReturn", "AverageEpisodeLength", "EnvironmentSteps", "NumberOfEpisodes"]
@@ -348,6 +350,26 @@ def test_play_prints_episodes_and_records_a_gif(trained_run, tmp_path):
     assert f"Video of {num_frames} frames written to {gif}" in stdout
     with pil_image.open(gif) as video:  # (pillow merges identical consecutive frames)
         assert video.size == (600, 400) and 1 < video.n_frames <= num_frames
+
+
+def test_play_refuses_a_checkpoint_with_non_finite_weights(trained_run, tmp_path):
+    root_dir = tmp_path / "poisoned"
+    shutil.copytree(trained_run, root_dir)
+    path = root_dir / "train" / "algorithm" / "ckpt-16.pt"
+    state = torch.load(path, weights_only=True)
+    name = next(  # the first float tensor of the state, in nest order
+        p for p, v in nest.flatten_with_path(state["algorithm"]) if v.is_floating_point()
+    )
+    state["algorithm"][name] = torch.full_like(state["algorithm"][name], float("nan"))
+    torch.save(state, path)
+    before = tree_hashes(root_dir)
+    code, _, stderr = run("alf.bin.play", "--root_dir", root_dir, "--num_episodes", 1)
+    assert code == 2
+    assert stderr.strip() == (
+        f"alf.bin.play: error: the checkpoint {path} holds non-finite weights: "
+        f"algorithm.{name} (nan)"
+    )
+    assert tree_hashes(root_dir) == before
 
 
 def test_play_mp4_needs_the_ffmpeg_plugin(trained_run, tmp_path):

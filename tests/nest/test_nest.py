@@ -1,5 +1,6 @@
 """Tests of alf.nest."""
 
+from collections import OrderedDict
 from typing import NamedTuple
 
 import numpy as np
@@ -47,6 +48,16 @@ def test_paths_use_field_names():
     assert paths == ["a.x.0", "a.y", "b"]
     out = nest.map_structure_with_path(lambda p, x: p, Pair(1, [2, 3]))
     assert out == Pair("a", ["b.0", "b.1"])
+
+
+def test_paths_pair_with_their_leaves_in_ordered_dicts_as_in_state_dicts():
+    # A torch state_dict is an OrderedDict: optree keeps its insertion order, unlike a dict's.
+    state = OrderedDict([("b.weight", 0), ("b.bias", 1), ("a", 2)])
+    assert nest.flatten_with_path(state) == [("b.weight", 0), ("b.bias", 1), ("a", 2)]
+    plain = {"b.weight": 0, "b.bias": 1, "a": 2}
+    assert nest.flatten_with_path(plain) == [("a", 2), ("b.bias", 1), ("b.weight", 0)]
+    out = nest.map_structure_with_path(lambda p, x: f"{p}={x}", {"m": state})
+    assert list(out["m"].items()) == [(k, f"m.{k}={v}") for k, v in state.items()]
 
 
 def test_get_and_set_field():

@@ -1,4 +1,5 @@
-"""Tests of alf.utils.checkpoint_utils: atomic save, pruning, safe load, fallback."""
+"""Tests of alf.utils.checkpoint_utils (atomic save, pruning, safe load, fallback) and of the
+finite checks of alf.utils.finite."""
 
 import os
 import pickle
@@ -6,7 +7,9 @@ import pickle
 import pytest
 import torch
 
+from alf.data_structures import TimeStep
 from alf.utils.checkpoint_utils import BEST_NAME, Checkpointer, CheckpointError
+from alf.utils.finite import NonFiniteError, check_time_step
 
 
 def _state(value):
@@ -82,3 +85,49 @@ def test_missing_step_error_lists_available(tmp_path):
     ckpt.save(1, _state(1))
     with pytest.raises(CheckpointError, match=r"available steps: \[1\]"):
         ckpt.load(9)
+
+
+def _files(directory):
+    return {n: (directory / n).read_bytes() for n in sorted(os.listdir(directory))}
+
+
+def test_non_finite_weights_are_never_written_nor_best_nor_cause_pruning(tmp_path):
+    ckpt = Checkpointer(str(tmp_path), keep=2)
+    for step in (1, 2):
+        ckpt.save(step, {"algorithm": {"net.weight": torch.full((2,), float(step))}})
+    ckpt.save_best({"algorithm": {"net.weight": torch.ones(2)}}, score=5.0)
+    before = _files(tmp_path)
+    poisoned = {"net.bias": torch.zeros(2), "net.weight": torch.tensor([1.0, float("nan")])}
+    expected = (
+        r"algorithm.net.weight \(nan\) is not finite: ckpt-3.pt was not written, and the "
+        rf"checkpoints already in {tmp_path} are kept"
+    )
+    with pytest.raises(NonFiniteError, match=expected):
+        ckpt.save(3, {"algorithm": poisoned, "step": 3})
+    with pytest.raises(NonFiniteError, match=r"\(-inf\) is not finite: ckpt-best.pt was not"):
+        ckpt.save_best({"algorithm": {"w": torch.tensor([-float("inf")])}}, score=9.0)
+    assert _files(tmp_path) == before  # nothing written, nothing pruned
+    assert ckpt.steps() == [1, 2] and ckpt.load_best()["best_score"] == 5.0
+
+
+def test_check_time_step_names_field_env_id_and_steps():
+    time_step = TimeStep(
+        step_type=torch.zeros(3, dtype=torch.int32),
+        reward=torch.zeros(3),
+        discount=torch.ones(3),
+        observation={"pos": torch.zeros(3, 2), "vel": torch.zeros(3, 2)},
+        env_id=torch.tensor([4, 6, 9]),
+    )
+    check_time_step(time_step, 12)  # all finite: nothing happens
+    bad = time_step._replace(reward=torch.tensor([0.0, float("nan"), 0.0]))
+    with pytest.raises(NonFiniteError) as error:
+        check_time_step(bad, 12)
+    assert str(error.value) == (
+        "the environment returned a non-finite reward (nan) from env_id 6 after 12 env steps; "
+        "training stops before learning from it"
+    )
+    vel = torch.zeros(3, 2)
+    vel[2, 1] = float("inf")
+    bad = time_step._replace(observation={"pos": torch.zeros(3, 2), "vel": vel})
+    with pytest.raises(NonFiniteError, match=r"non-finite observation.vel \(inf\) from env_id 9"):
+        check_time_step(bad, 12)
