@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from collections.abc import Callable
 from typing import Any
 
@@ -171,6 +172,7 @@ class TrainerConfig:
         self._check()
 
     def _check(self):
+        self._check_types()
         positive = ["unroll_length", "eval_interval", "summary_interval", "replay_buffer_length"]
         for name in positive:
             if getattr(self, name) <= 0:
@@ -187,3 +189,47 @@ class TrainerConfig:
             raise ValueError(
                 f"TrainerConfig.epsilon_greedy must be in [0, 1]: {self.epsilon_greedy}"
             )
+
+    def _check_types(self):
+        """Values of the fields annotated with plain types (``int``, ``float | None``, ...)
+        must have those types; an error names the field, the expected and the given type."""
+        for field in dataclasses.fields(self):
+            allowed = _SIMPLE_TYPES.get(str(field.type))
+            value = getattr(self, field.name)
+            if allowed is None or _has_type(value, allowed):
+                continue
+            expected = " or ".join(t.__name__ if t else "None" for t in allowed)
+            raise TypeError(
+                f"TrainerConfig.{field.name} must be {_article(expected)} {expected}, "
+                f"got {value!r} ({type(value).__name__})"
+            )
+
+
+def _has_type(value, allowed: tuple) -> bool:
+    """Numbers by kind (numpy's too): an integer is also a float; a bool is neither."""
+    if value is None:
+        return None in allowed
+    if isinstance(value, bool) or type(value).__name__ == "bool":  # numpy's bool too
+        return bool in allowed
+    if isinstance(value, numbers.Integral):
+        return int in allowed or float in allowed
+    if isinstance(value, numbers.Real):
+        return float in allowed
+    return str in allowed and isinstance(value, str)
+
+
+def _article(name: str) -> str:
+    return "an" if name[0] in "aeiou" else "a"
+
+
+#: annotations of TrainerConfig fields whose values are checked, and the types they allow
+_SIMPLE_TYPES = {
+    "int": (int,),
+    "float": (float,),
+    "bool": (bool,),
+    "str": (str,),
+    "int | None": (int, None),
+    "float | None": (float, None),
+    "bool | None": (bool, None),
+    "str | None": (str, None),
+}

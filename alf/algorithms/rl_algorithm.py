@@ -77,8 +77,9 @@ class RLAlgorithm(Algorithm):
         self._reward_spec = reward_spec
         self._env = env
         self._config = config
-        if config is not None:
-            self.max_non_finite_updates_in_a_row = config.max_non_finite_updates_in_a_row
+        limit = getattr(config, "max_non_finite_updates_in_a_row", None)
+        if limit is not None:
+            self.max_non_finite_updates_in_a_row = limit
         transformer = getattr(config, "data_transformer", None)
         if transformer is None:
             transformer = IdentityDataTransformer(observation_spec)

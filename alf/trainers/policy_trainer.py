@@ -43,7 +43,7 @@ from alf.environments.utils import create_environment
 from alf.trainers.evaluator import Evaluator
 from alf.utils import device as device_utils
 from alf.utils import init_from, seeding, torch_utils
-from alf.utils.checkpoint_utils import Checkpointer
+from alf.utils.checkpoint_utils import Checkpointer, CheckpointError, check_compatible
 from alf.utils.schedulers import update_progress
 
 _CKPT_VERSION = 1
@@ -101,6 +101,7 @@ class PolicyTrainer:
         self._checkpointer = Checkpointer(
             os.path.join(self._root_dir, "train", "algorithm"), keep=config.keep_checkpoints
         )
+        self._resume_state = self._load_resume_state()
         self._evaluator = self._create_evaluator()
         self._init_from_checkpoint = self._maybe_init_from()
         self._iteration = 0
@@ -225,16 +226,31 @@ class PolicyTrainer:
         """Reseed and restart the training envs (see 'Exact resume' in the module doc)."""
         self._algorithm.restart_environment(seeding.derived_seed(self._seed, self._iteration))
 
+    def _load_resume_state(self) -> dict | None:
+        """The newest readable checkpoint of ``root_dir`` (None: a fresh run), checked at
+        construction, before anything is written: none readable, another version, or
+        tensors that do not fit the algorithm built now are a ``ValueError`` naming them."""
+        try:
+            state = self._checkpointer.load(map_location="cpu")
+            if state is None:
+                return None
+            if state.get("version") != _CKPT_VERSION:
+                raise CheckpointError(
+                    f"Checkpoint in {self._checkpointer.directory} has version "
+                    f"{state.get('version')}, expected {_CKPT_VERSION}"
+                )
+            check_compatible(
+                state["algorithm"], self._algorithm.state_dict(), self._checkpointer.directory
+            )
+        except CheckpointError as e:
+            raise ValueError(str(e)) from e
+        return state
+
     def _restore(self) -> bool:
-        """Load the newest valid checkpoint if there is one; return whether one was loaded."""
-        state = self._checkpointer.load(map_location="cpu")
+        """Restore the checkpoint found at construction, if any; return whether there was one."""
+        state, self._resume_state = self._resume_state, None
         if state is None:
             return False
-        if state.get("version") != _CKPT_VERSION:
-            raise ValueError(
-                f"Checkpoint in {self._checkpointer.directory} has version "
-                f"{state.get('version')}, expected {_CKPT_VERSION}"
-            )
         self._adopt_seed(int(state["random_seed"]))
         self._algorithm.load_state_dict(state["algorithm"])
         self._algorithm.metrics.load_state_dict(state["metrics"])

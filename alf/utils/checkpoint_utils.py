@@ -144,6 +144,34 @@ class Checkpointer:
         return safe_load(path, map_location)
 
 
+def check_compatible(saved: dict, current: dict, where: str, show: int = 3) -> None:
+    """Raise ``CheckpointError`` unless the tensors of the state dict ``saved`` (from a
+    checkpoint) have the names and shapes of those of ``current`` (the model built now).
+
+    Only top-level tensors count (parameters and buffers; not an optimizer's nested state,
+    empty before its first step). The message lists up to ``show`` of each kind of
+    mismatch, with both shapes.
+    """
+    old, new = (
+        {k: list(v.shape) for k, v in d.items() if torch.is_tensor(v)} for d in (saved, current)
+    )
+    problems = []
+    differ = [n for n in new if n in old and old[n] != new[n]]
+    if differ:
+        shown = [f"{n} (checkpoint {old[n]}, built {new[n]})" for n in differ[:show]]
+        problems.append(f"{len(differ)} shapes differ: " + ", ".join(shown))
+    for what, names in (("missing from", new.keys() - old), ("only in", old.keys() - new)):
+        if names:
+            shown = ", ".join(sorted(names)[:show])
+            problems.append(f"{len(names)} {what} the checkpoint: {shown}")
+    if problems:
+        raise CheckpointError(
+            f"the checkpoint in {where} does not fit the algorithm the conf builds ("
+            + "; ".join(problems)
+            + "): resume with the conf it was trained with, or train into another root_dir"
+        )
+
+
 def _refuse_non_finite(state: dict, path: str) -> None:
     """Raise ``NonFiniteError`` when the algorithm's state in ``state`` is not finite."""
     culprit = first_non_finite(state.get("algorithm", {}), prefix="algorithm")

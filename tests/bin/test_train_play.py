@@ -282,6 +282,19 @@ BAD_TRAIN_INPUTS = {
     "typo_argument": (["--conf_param", "TrainerConfig.unroll_lenght=3"], "unroll_length"),
     "malformed_conf_param": (["--conf_param", "TrainerConfig.unroll_length"], "'='"),
     "unknown_env": (["--conf_param", "create_environment.env_name='CartPoel-v1'"], "CartPole-v1"),
+    "float_for_int": (
+        ["--conf_param", "TrainerConfig.unroll_length=8.5"],
+        "TrainerConfig.unroll_length must be an int, got 8.5 (float)",
+    ),
+    "str_for_int": (
+        ["--conf_param", "TrainerConfig.unroll_length='eight'"],
+        "TrainerConfig.unroll_length must be an int, got 'eight' (str)",
+    ),
+    "changed_network": (  # resuming the CartPole run with a conf that builds other shapes
+        ["--conf_param", "create_environment.env_name='Acrobot-v1'"],
+        "does not fit the algorithm the conf builds (4 shapes differ: "
+        "_actor_network._encoding_net._fc_layers.0.weight (checkpoint [64, 4], built [64, 6])",
+    ),
 }
 
 
@@ -312,6 +325,21 @@ def test_train_bad_input_one_error_line_exit_2_nothing_written(case, bad_train_r
     assert code == 2, stderr
     assert BAD_TRAIN_INPUTS[case][1] in one_error_line(stderr, "train")
     assert after == before
+
+
+def test_train_on_a_root_dir_whose_checkpoints_are_all_truncated_is_one_line(trained_run, tmp_path):
+    root_dir = tmp_path / "truncated"
+    shutil.copytree(trained_run, root_dir)
+    ckpt_dir = root_dir / "train" / "algorithm"
+    for step in ckpt_steps(ckpt_dir):
+        path = ckpt_dir / f"ckpt-{step}.pt"
+        path.write_bytes(path.read_bytes()[:100])
+    before = tree_hashes(root_dir)
+    code, _, stderr = train(root_dir)
+    assert code == 2, stderr
+    line = one_error_line(stderr, "train")
+    assert line.startswith(f"alf.bin.train: error: None of the checkpoints in {ckpt_dir} can be")
+    assert tree_hashes(root_dir) == before
 
 
 # -- play ----------------------------------------------------------------------------
