@@ -11,6 +11,7 @@ by the top-level algorithm, so one ``update_with_gradient`` steps them all.
 from __future__ import annotations
 
 import logging
+import math
 
 import torch
 import torch.nn as nn
@@ -191,9 +192,12 @@ class Algorithm(nn.Module):
                 name = spec.name if spec.name not in grad_norms else f"{spec.name}_{i}"
                 grad_norms[name] = spec.clip_gradients(params)
         self.last_grad_norms = grad_norms
-        norms = [torch.as_tensor(n, device=loss.device).float() for n in grad_norms.values()]
-        checked = torch.stack([loss.detach().float().reshape(()), *norms])
-        if bool(torch.isfinite(checked).all()):
+        # One host sync: a float64 sum of the loss and the norms is finite exactly when all
+        # of them are (float32 values cannot overflow it).
+        checked = loss.detach().double()
+        for norm in grad_norms.values():
+            checked = checked + norm
+        if math.isfinite(float(checked)):
             self._non_finite_in_a_row = 0
             for _, optimizer, _ in optimizers:
                 optimizer.step()
