@@ -108,6 +108,8 @@ def _resolve_args(root_dir: str, scratch_dir: str) -> RunArgs:
             args = RunArgs(*run_record.read_run_record(root_dir))
         except FileNotFoundError as e:
             raise SetupError(f"--conf is required: {e}") from e
+        except ValueError as e:
+            raise SetupError(one_line(e)) from e
         _take_recorded_flags(args, run_record.read_record(root_dir) or {}, root_dir)
     # Command-line values are immutable and the first one set wins: the new ones go first.
     # (This also checks their syntax before the slow imports below.)

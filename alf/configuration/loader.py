@@ -52,13 +52,42 @@ def _locate_conf(conf_file):
     raise ValueError(f"Cannot find conf file '{conf_file}' (searched {dirs}).")
 
 
+class ConfFileError(ValueError):
+    """A conf file failed to run; the message is one line: ``file, line N: what``."""
+
+
 def _exec_python_conf(path):
     stem = os.path.splitext(os.path.basename(path))[0]
     module_name = CONF_MODULE_PREFIX + re.sub(r"\W", "_", stem)
     spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except ConfFileError:
+        raise  # from a conf file this one imported: it names that file
+    except SyntaxError as e:
+        raise ConfFileError(f"{e.filename}, line {e.lineno}: SyntaxError: {e.msg}") from e
+    except Exception as e:
+        raise ConfFileError(f"{path}, line {_line_in(path, e)}: {_one_line(e)}") from e
+
+
+def _line_in(path: str, error: BaseException) -> int | str:
+    """The line of ``path`` that was running when ``error`` was raised (the last one)."""
+    lines = [n for f, n in _walk(error.__traceback__) if f.f_code.co_filename == path]
+    return lines[-1] if lines else "?"
+
+
+def _walk(tb):
+    while tb is not None:
+        yield tb.tb_frame, tb.tb_lineno
+        tb = tb.tb_next
+
+
+def _one_line(error: BaseException) -> str:
+    text = str(error).strip()
+    first = text.splitlines()[0] if text else ""
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__
 
 
 def _run_conf(path):

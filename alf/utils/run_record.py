@@ -284,14 +284,14 @@ def read_run_record(root_dir: str) -> tuple[str, list, list]:
 
     Raises:
         FileNotFoundError: ``root_dir`` has no run record.
+        ValueError: the record is not valid JSON or lacks fields (naming the file).
     """
     record_path = os.path.join(root_dir, CONFIG_DIR, RUN_JSON)
     if not os.path.exists(record_path):
         raise FileNotFoundError(
             f"{root_dir} has no run record ({record_path}); give --conf explicitly"
         )
-    with open(record_path, encoding="utf-8") as f:
-        record = json.load(f)
+    _, record = load_record(record_path)
     conf_file = os.path.join(root_dir, CONFIG_DIR, record["conf_file"])
     return conf_file, record.get("conf_params", []), record.get("gin_params", [])
 
