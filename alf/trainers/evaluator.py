@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from alf.algorithms.unroller import AlgorithmPolicy, Unroller
 from alf.metrics import EpisodeMetrics
+
+
+class EvaluationInterrupted(Exception):
+    """``should_stop`` turned true during an evaluation (a stop signal): no results."""
 
 
 class Evaluator:
@@ -16,9 +22,20 @@ class Evaluator:
         seed: the eval env is reseeded with it before every evaluation, so all
             evaluations start from the same initial states.
         max_steps: safety bound on steps per evaluation (per env).
+        should_stop: checked before every step; when it returns True the evaluation
+            stops there and ``evaluate`` raises ``EvaluationInterrupted``.
     """
 
-    def __init__(self, algorithm, env, num_episodes: int, seed: int, max_steps: int = 1_000_000):
+    def __init__(
+        self,
+        algorithm,
+        env,
+        num_episodes: int,
+        seed: int,
+        max_steps: int = 1_000_000,
+        should_stop: Callable[[], bool] | None = None,
+    ):
+        self._should_stop = should_stop
         self._algorithm = algorithm
         self._env = env
         self._num_episodes = num_episodes
@@ -35,6 +52,11 @@ class Evaluator:
             metrics = EpisodeMetrics(env.batch_size, buffer_size=self._num_episodes)
             unroller = Unroller(AlgorithmPolicy(alg, "predict"), env, metrics)
             unroller.restart(self._seed)
-            return unroller.run_episodes(self._num_episodes, self._max_steps)
+            observe = None if self._should_stop is None else self._stop_if_asked
+            return unroller.run_episodes(self._num_episodes, self._max_steps, observe)
         finally:
             alg.train(was_training)
+
+    def _stop_if_asked(self, time_step) -> None:
+        if self._should_stop():
+            raise EvaluationInterrupted()

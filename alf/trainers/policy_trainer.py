@@ -40,7 +40,7 @@ import alf.summary
 from alf.algorithms.config import TrainerConfig
 from alf.algorithms.data_transformer import create_data_transformer
 from alf.environments.utils import create_environment
-from alf.trainers.evaluator import Evaluator
+from alf.trainers.evaluator import EvaluationInterrupted, Evaluator
 from alf.utils import device as device_utils
 from alf.utils import init_from, seeding, torch_utils
 from alf.utils.checkpoint_utils import Checkpointer, CheckpointError, check_compatible
@@ -157,7 +157,12 @@ class PolicyTrainer:
             self._eval_env,
             self._config.num_eval_episodes,
             seed=seeding.derived_seed(self._seed, 999),
+            should_stop=self._stop_requested,
         )
+
+    def _stop_requested(self) -> bool:
+        """A stop signal arrived (it ends an evaluation at the next env step)."""
+        return self._catcher is not None and self._catcher.caught is not None
 
     def _create_algorithm(self):
         return create_algorithm(self._config, self._env, self._device)
@@ -372,7 +377,11 @@ class PolicyTrainer:
         if self._iteration % cfg.eval_interval != 0 and not self._done():
             return
         start = time.time()
-        metrics = self._evaluator.evaluate()
+        try:
+            metrics = self._evaluator.evaluate()
+        except EvaluationInterrupted:
+            logging.warning("Evaluation at iteration %d stopped by a signal", self._iteration)
+            return
         self._write_metrics("eval", metrics.results())
         self._writers["eval"].add_scalar("time/eval", time.time() - start, self._iteration)
         average = float(torch.as_tensor(metrics.average_return).float().mean())
