@@ -29,7 +29,6 @@ from __future__ import annotations
 import logging
 import math
 import os
-import signal
 import sys
 import time
 
@@ -41,6 +40,8 @@ from alf.algorithms.config import TrainerConfig
 from alf.algorithms.data_transformer import create_data_transformer
 from alf.environments.utils import create_environment
 from alf.trainers.evaluator import EvaluationInterrupted, Evaluator
+from alf.trainers.progress import ProgressBar
+from alf.trainers.signals import SignalCatcher
 from alf.utils import device as device_utils
 from alf.utils import init_from, seeding, torch_utils
 from alf.utils.checkpoint_utils import Checkpointer, CheckpointError, check_compatible
@@ -287,7 +288,7 @@ class PolicyTrainer:
             self._open_writers()
             if not self._restore():
                 self._prenormalize()
-            with _SignalCatcher() as catcher:
+            with SignalCatcher() as catcher:
                 self._catcher = catcher
                 self._train()
         finally:
@@ -329,7 +330,7 @@ class PolicyTrainer:
 
     def _train(self) -> None:
         cfg = self._config
-        progress_bar = _ProgressBar(enabled=cfg.progress_bar and sys.stdout.isatty())
+        progress_bar = ProgressBar(enabled=cfg.progress_bar and sys.stdout.isatty())
         start_time = time.time()
         start_steps = self._env_steps
         while not self._done():
@@ -423,61 +424,3 @@ class PolicyTrainer:
         for env in (self._env, self._eval_env):
             if env is not None:
                 env.close()
-
-
-class _SignalCatcher:
-    """Turns SIGTERM/SIGINT into a flag checked between iterations (main thread only)."""
-
-    def __init__(self):
-        self.caught = None
-        self._previous = {}
-
-    def __enter__(self):
-        if _in_main_thread():
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                self._previous[sig] = signal.signal(sig, self._handle)
-        return self
-
-    def _handle(self, signum, frame):
-        self.caught = signal.Signals(signum).name
-
-    def __exit__(self, *exc):
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
-        return False
-
-
-def _in_main_thread() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
-
-
-class _ProgressBar:
-    """A one-line terminal progress bar (only when stdout is a terminal)."""
-
-    def __init__(self, enabled: bool, width: int = 30):
-        self._enabled = enabled
-        self._width = width
-        self._last = 0.0
-
-    def update(self, fraction, iteration, env_steps, rate, metrics) -> None:
-        """Redraw at most every 0.2 s; ``metrics`` (``EpisodeMetrics``) is only read then:
-        its average return costs a numpy reduction, too much for every iteration."""
-        if not self._enabled or time.time() - self._last < 0.2:
-            return
-        self._last = time.time()
-        fraction = min(max(fraction, 0.0), 1.0)
-        filled = int(fraction * self._width)
-        bar = "#" * filled + "-" * (self._width - filled)
-        avg = float(torch.as_tensor(metrics.average_return).float().mean())
-        sys.stdout.write(
-            f"\r[{bar}] {fraction * 100:5.1f}% iter {iteration} steps {env_steps} "
-            f"{rate:,.0f} steps/s return {avg:.2f}"
-        )
-        sys.stdout.flush()
-
-    def close(self) -> None:
-        if self._enabled:
-            sys.stdout.write("\n")
-            sys.stdout.flush()
