@@ -23,6 +23,8 @@ class SignalCatcher:
     def __enter__(self):
         if in_main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
+                if signal.getsignal(sig) is signal.SIG_IGN:
+                    continue  # ignored on purpose (nohup, a background job): leave it so
                 self._previous[sig] = signal.signal(sig, self._handle)
         return self
 

@@ -29,13 +29,16 @@ TIMEOUT = 120
 
 
 def start(module, *args):
-    """Start ``python -m module args`` in the repo, capturing text output."""
+    """Start ``python -m module args`` in the repo, capturing text output, with SIGINT
+    handled as in a terminal (the suite itself may run with SIGINT ignored, in the
+    background of a non-interactive shell or under nohup, and children inherit that)."""
     return subprocess.Popen(
         [sys.executable, "-m", module, *map(str, args)],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 

@@ -271,6 +271,13 @@ while True:
 """
 
 
+def _as_a_terminal_job():
+    """SIGINT as a terminal job has it: a suite run in the background of a non-interactive
+    shell (or under nohup) ignores SIGINT, its children inherit that, and Python then
+    installs no KeyboardInterrupt handler, so Ctrl-C would never reach the script."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _run_until_signal(tmp_path, loop, sig):
     """Run the stepping script, send ``sig`` to its process group, return its outcome."""
     script = tmp_path / "ctrl_c.py"
@@ -283,6 +290,7 @@ def _run_until_signal(tmp_path, loop, sig):
         text=True,
         env=environ,
         start_new_session=True,  # its own process group, like a terminal job
+        preexec_fn=_as_a_terminal_job,
     )
     try:
         line = process.stdout.readline()
