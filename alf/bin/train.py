@@ -217,6 +217,7 @@ def main(argv) -> int:
 
 
 def _train(root_dir: str, scratch_dir: str) -> int:
+    from alf.environments.process_protocol import EnvironmentProcessError
     from alf.utils import run_record
     from alf.utils.finite import NonFiniteError
 
@@ -245,8 +246,9 @@ def _train(root_dir: str, scratch_dir: str) -> int:
         logging.info("Training in %s with conf %s", root_dir, args.conf)
         try:
             trainer.train()
-        except NonFiniteError as e:
-            print(f"alf.bin.train: error: {e}", file=sys.stderr)
+        except (NonFiniteError, EnvironmentProcessError) as e:
+            logging.info("%s", e)  # a worker's traceback, when there is one, is in the log
+            print(f"alf.bin.train: error: {one_line(e)}", file=sys.stderr)
             return 1
         run_record.write_operative_config(root_dir)
     return 0

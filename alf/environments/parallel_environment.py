@@ -15,6 +15,7 @@ tensors with one copy per leaf.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -35,6 +36,7 @@ from alf.environments.process_environment import (
     EnvironmentProcessError,
     ProcessEnvironment,
     SharedBuffer,
+    shutdown_workers,
 )
 
 
@@ -60,6 +62,11 @@ class ParallelAlfEnvironment(AlfEnvironment):
         timeout: seconds to wait for a live worker's answer (see ``ProcessEnvironment``).
         restart_on_crash: replace a worker that died; its rows restart with FIRST.
         start_method: multiprocessing start method (default forkserver, else spawn).
+        max_restarts, restart_window: the budget of ``restart_on_crash`` per worker
+            (see ``ProcessEnvironment``).
+
+    All workers of a step or reset share one deadline, ``timeout`` seconds after the
+    request: N hung workers are reported after one timeout, not N.
     """
 
     def __init__(
@@ -72,8 +79,11 @@ class ParallelAlfEnvironment(AlfEnvironment):
         timeout: float = 300.0,
         restart_on_crash: bool = False,
         start_method: str | None = None,
+        max_restarts: int = 10,
+        restart_window: float = 60.0,
     ):
         super().__init__()
+        self._timeout = timeout
         if num_spare_envs:
             raise NotImplementedError(
                 f"num_spare_envs={num_spare_envs}: spare envs are not supported"
@@ -92,6 +102,8 @@ class ParallelAlfEnvironment(AlfEnvironment):
                 restart_on_crash=restart_on_crash,
                 start_method=start_method,
                 wait_to_start=False,
+                max_restarts=max_restarts,
+                restart_window=restart_window,
             )
             for index, constructor in enumerate(env_constructors)
         ]
@@ -221,10 +233,10 @@ class ParallelAlfEnvironment(AlfEnvironment):
 
     def _receive_all(self) -> None:
         """Collect every worker's answer; then raise the first error, if any."""
-        error = None
+        error, deadline = None, time.monotonic() + self._timeout
         for env, (start, stop) in zip(self._envs, self._rows):
             try:
-                leaves = env.receive_time_step()
+                leaves = env.receive_time_step(deadline)
             except EnvironmentProcessError as e:
                 error = error or e
                 continue
@@ -255,6 +267,8 @@ class ParallelAlfEnvironment(AlfEnvironment):
             return
         self._closed = True
         try:
+            workers = [env.detach_worker() for env in self._envs]
+            shutdown_workers([w for w in workers if w is not None])  # together: bounded
             for env in self._envs:
                 env.close()
         finally:

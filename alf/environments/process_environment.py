@@ -96,19 +96,28 @@ def _main_module_hidden():
 
 def _shutdown_worker(process, conn, timeout: float) -> None:
     """Ask the worker to exit; terminate, then kill it if it does not."""
-    try:
-        if process.is_alive():
-            write_message(conn.fileno(), MessageType.CLOSE)
-    except (OSError, ValueError):
-        pass
-    process.join(timeout)
-    if process.exitcode is None:
-        process.terminate()
-        process.join(1.0)
-    if process.exitcode is None:
-        process.kill()
-        process.join(1.0)
-    conn.close()
+    shutdown_workers([(process, conn)], timeout)
+
+
+def shutdown_workers(workers: list, grace: float = 5.0) -> None:
+    """Stop the ``(process, conn)`` workers together: ask all to exit, give them ``grace``
+    seconds in all, then terminate and kill the ones left (a hung worker costs the
+    grace once, however many there are)."""
+    for process, conn in workers:
+        try:
+            if process.is_alive():
+                write_message(conn.fileno(), MessageType.CLOSE)
+        except (OSError, ValueError):
+            pass
+    for stop in (None, "terminate", "kill"):
+        left = [process for process, _ in workers if process.exitcode is None]
+        for process in left if stop else ():
+            getattr(process, stop)()
+        deadline = time.monotonic() + (grace if stop is None else 1.0)
+        for process in left:
+            process.join(max(0.0, deadline - time.monotonic()))
+    for _, conn in workers:
+        conn.close()
 
 
 class ProcessEnvironment(AlfEnvironment):
@@ -137,6 +146,8 @@ class ProcessEnvironment(AlfEnvironment):
         wait_to_start: start the worker and wait until the env is built here; when
             False, call ``start()`` and ``wait_until_ready()`` yourself (to start
             several workers concurrently).
+        max_restarts, restart_window: the budget of ``restart_on_crash``: a crash
+            after ``max_restarts`` restarts within ``restart_window`` seconds is raised.
     """
 
     def __init__(
@@ -150,9 +161,13 @@ class ProcessEnvironment(AlfEnvironment):
         restart_on_crash: bool = False,
         start_method: str | None = None,
         wait_to_start: bool = True,
+        max_restarts: int = 10,
+        restart_window: float = 60.0,
     ):
         super().__init__()
         self.env_id = env_id
+        self._max_restarts, self._restart_window = max_restarts, restart_window
+        self._restart_times: list[float] = []
         self._constructor_bytes = cloudpickle.dumps(env_constructor)
         self._flatten = flatten
         self._torch_num_threads = torch_num_threads
@@ -222,6 +237,12 @@ class ProcessEnvironment(AlfEnvironment):
     def pid(self) -> int | None:
         """The worker's process id."""
         return None if self._process is None else self._process.pid
+
+    def detach_worker(self):
+        """``(process, conn)`` of the live worker, handed over to the caller to stop (with
+        ``shutdown_workers``, together with others); None when there is none."""
+        detached = None if self._finalizer is None else self._finalizer.detach()
+        return None if detached is None else detached[2][:2]
 
     def close(self) -> None:
         """Stop the worker and release shared memory. Idempotent."""
@@ -343,8 +364,11 @@ class ProcessEnvironment(AlfEnvironment):
         except EnvironmentProcessError:
             pass
 
-    def _receive(self, expected: tuple, timeout: float) -> tuple[int, bytes]:
+    def _receive(self, expected: tuple, timeout: float, said: float | None = None):
         """Wait for the next message, checking that the worker lives, and decode it.
+
+        ``said``: the timeout to name in the error (the whole budget when ``timeout`` is
+        what is left of a shared deadline).
 
         Returns:
             ``(kind, payload)``. An EXCEPTION message is raised as
@@ -360,7 +384,8 @@ class ProcessEnvironment(AlfEnvironment):
                 raise self._crash_error()
             if time.monotonic() > deadline:
                 raise EnvironmentProcessError(
-                    f"{self._name()} did not answer within {timeout} s", env_id=self.env_id
+                    f"{self._name()} did not answer within {said or timeout:g} s",
+                    env_id=self.env_id,
                 )
         try:
             kind, payload = read_message(self._fd)
@@ -426,25 +451,49 @@ class ProcessEnvironment(AlfEnvironment):
             self._restart()
             self._request(MessageType.RESET)
 
-    def receive_time_step(self):
+    def receive_time_step(self, deadline: float | None = None):
         """Wait for the reply to ``send_step``/``send_reset``.
+
+        Args:
+            deadline: ``time.monotonic()`` by which the reply must have come (a batch of
+                workers waits on one deadline, so N hung workers cost one timeout, not N);
+                None: ``timeout`` from now.
 
         Returns:
             None with shared memory (the time step is in the shared block), else the
             list of numpy leaves of the time step (``alf.nest.flatten`` order).
         """
+        expected = (MessageType.DONE, MessageType.RESULT)
+        timeout = self._timeout if deadline is None else max(0.0, deadline - time.monotonic())
         try:
-            kind, payload = self._receive((MessageType.DONE, MessageType.RESULT), self._timeout)
+            kind, payload = self._receive(expected, timeout, said=self._timeout)
         except EnvironmentProcessCrashed:
             if not self._restart_on_crash:
                 raise
             self._restart()
             self._request(MessageType.RESET)
-            kind, payload = self._receive((MessageType.DONE, MessageType.RESULT), self._timeout)
+            kind, payload = self._receive(expected, self._timeout)
         return None if kind == MessageType.DONE else pickle.loads(payload)
 
     def _restart(self) -> None:
-        """Replace a dead worker by a new one (same constructor, same shared rows)."""
+        """Replace a dead worker by a new one (same constructor, same shared rows), unless
+        it crashed ``max_restarts`` times within ``restart_window`` seconds: then the
+        crash is raised (a worker that dies on every step would otherwise be restarted
+        forever and every step would be FIRST)."""
+        now = time.monotonic()
+        self._restart_times = [t for t in self._restart_times if now - t < self._restart_window]
+        if len(self._restart_times) >= self._max_restarts:
+            error = self._failure or EnvironmentProcessCrashed(
+                f"{self._name()} crashed", env_id=self.env_id
+            )
+            raise EnvironmentProcessCrashed(
+                f"{error}; it crashed {len(self._restart_times) + 1} times within "
+                f"{self._restart_window:g} s, more than restart_on_crash allows "
+                f"(max_restarts={self._max_restarts} per restart_window)",
+                env_id=self.env_id,
+                exitcode=getattr(error, "exitcode", None),
+            )
+        self._restart_times.append(now)
         self.num_restarts += 1
         logger.warning("%s crashed; restarting it (restart #%d)", self._name(), self.num_restarts)
         self._finalizer()

@@ -74,6 +74,9 @@ def create_environment(
     seed: int | None = None,
     batch_size_per_env: int = 1,
     restart_on_crash: bool = False,
+    step_timeout: float | None = None,
+    max_restarts: int = 10,
+    restart_window: float = 60.0,
 ) -> AlfEnvironment:
     """Create the batched (torch) training environment.
 
@@ -93,6 +96,12 @@ def create_environment(
         seed: env ``i`` is seeded with ``seed + i``; None leaves the envs unseeded.
         batch_size_per_env: number of envs per worker process; must divide ``N``.
         restart_on_crash: replace a crashed worker (its rows restart with FIRST).
+        step_timeout: seconds a step or reset of the worker processes may take (all
+            workers share one deadline) before it is an error naming the env; None: the
+            parallel environment's default (300 s).
+        max_restarts, restart_window: with ``restart_on_crash``, a worker that crashed
+            more than ``max_restarts`` times within ``restart_window`` seconds stops the
+            run with its crash instead of being restarted again.
 
     Returns:
         A batched ``AlfEnvironment`` of batch size ``N`` whose row ``i`` has
@@ -110,7 +119,12 @@ def create_environment(
         if num_parallel_environments == 1:
             return ThreadEnvironment(constructors[0])
         return BatchedEnvironment(constructors)
-    kwargs = {"restart_on_crash": True} if restart_on_crash else {}
+    kwargs = {}
+    if restart_on_crash:
+        kwargs.update(restart_on_crash=True, max_restarts=max_restarts)
+        kwargs.update(restart_window=restart_window)
+    if step_timeout is not None:
+        kwargs["timeout"] = step_timeout
     return parallel_environment_ctor(
         _group_constructors(constructors, batch_size_per_env),
         flatten=flatten,
