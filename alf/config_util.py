@@ -37,6 +37,7 @@ re-exports this one.
 
 from alf.configuration import loader, registry
 from alf.configuration.binding import (
+    check_command_line_applied,
     config,
     config1,
     define_config,
@@ -65,6 +66,7 @@ __all__ = [
     "DEFINED_CONFIGS_KEY",
     "apply_conf_params",
     "apply_gin_params",
+    "check_command_line_applied",
     "config",
     "config1",
     "configurable",

@@ -132,7 +132,11 @@ class Algorithm(nn.Module):
             n for n, p in self.named_parameters() if p.requires_grad and id(p) not in claimed
         ]
         if orphans:
-            logging.warning("%s: parameters without an optimizer: %s", self._name, orphans)
+            modules = ", ".join(dict.fromkeys(n.split(".")[0] for n in orphans))
+            raise ValueError(
+                f"{self._name}: the parameters of {modules} have no optimizer, so they would "
+                f"never be trained (set {self._name}.optimizer)"
+            )
         return [(spec, params) for spec, params in assignments if params]
 
     def optimizers(self) -> list[tuple[OptimizerSpec, torch.optim.Optimizer, list]]:

@@ -180,11 +180,25 @@ def build_trainer(root_dir: str, scratch_dir: str):
         )
         alf.config_util.validate_pending_configs()
         trainer = PolicyTrainer(TrainerConfig())
+        _check_configs_applied(trainer)
     except SetupError:
         raise
     except (ValueError, TypeError, FileNotFoundError, KeyError, ImportError) as e:
         raise SetupError(one_line(e)) from e
     return trainer, args
+
+
+def _check_configs_applied(trainer) -> None:
+    """A command-line value that could not apply is an error; unused values are listed."""
+    import alf
+
+    try:
+        unused = alf.config_util.check_command_line_applied()
+    except ValueError:
+        trainer.close()
+        raise
+    if unused:
+        logging.warning("Configured values not used (yet): %s", ", ".join(unused))
 
 
 def _record_details(trainer, args: RunArgs) -> dict:

@@ -219,3 +219,30 @@ def get_all_config_names():
     """Sorted ``'full.Name.arg'`` of every configurable argument, plus defined configs."""
     names = [f"{full}.{arg}" for full, entry in REGISTRY.items() for arg in entry.slots]
     return sorted(names + list(DEFINED))
+
+
+def check_command_line_applied():
+    """After the objects of a run are built: raise for a command-line (immutable) value that
+    no call used because every call passed the argument explicitly (an explicit argument
+    wins over a configured one), so that it is never recorded as applied while it was not.
+
+    Returns:
+        list[str]: the other configured values no call has used (yet), ``'Name.arg'``.
+
+    Raises:
+        ValueError: naming the value and why it was not applied.
+    """
+    unused = []
+    for full_name, entry in REGISTRY.items():
+        short = full_name.rsplit(".", 1)[-1]
+        for arg, slot in entry.slots.items():
+            if not slot.configured or slot.used:
+                continue
+            if slot.overridden and not slot.mutable:
+                raise ValueError(
+                    f"the command-line value {short}.{arg}={slot.value!r} was not applied: "
+                    f"every call of {short} passed '{arg}' explicitly (in the conf file?), "
+                    f"and an explicit argument wins; change the value where it is passed"
+                )
+            unused.append(f"{short}.{arg}")
+    return unused

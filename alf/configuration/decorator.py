@@ -11,7 +11,7 @@ import inspect
 from absl import logging
 
 from alf.configuration.binding import apply_pending_to
-from alf.configuration.registry import PENDING, REGISTRY, Configurable
+from alf.configuration.registry import CLASS_ENTRIES, PENDING, REGISTRY, Configurable
 
 
 def _full_name(obj, name):
@@ -62,6 +62,7 @@ def _decorate_class(cls, full_name, whitelist, blacklist):
         wrapper = _make_wrapper(fn, entry)
         setattr(cls, attr, staticmethod(wrapper) if attr == "__new__" else wrapper)
     entry.target = cls
+    CLASS_ENTRIES[cls] = entry
     _register(entry)
     return cls
 

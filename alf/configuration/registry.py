@@ -38,7 +38,16 @@ class Slot:
     """The configured state of one value: a configurable argument, a defined config or a
     gin macro."""
 
-    __slots__ = ("configured", "default", "has_default", "lazy", "mutable", "used", "value")
+    __slots__ = (
+        "configured",
+        "default",
+        "has_default",
+        "lazy",
+        "mutable",
+        "overridden",
+        "used",
+        "value",
+    )
 
     def __init__(self, default=inspect.Parameter.empty):
         self.set_default(default)
@@ -55,6 +64,7 @@ class Slot:
         self.configured = False
         self.mutable = True
         self.used = False
+        self.overridden = False  # configured, but a call passed the argument explicitly
         self.lazy = False
 
     def effective_value(self):
@@ -149,19 +159,36 @@ class Configurable:
 
     def inject(self, args, kwargs):
         """Add the configured values of the arguments the caller did not pass to ``kwargs``
-        and mark every argument whose configured or default value is used."""
+        and mark every argument whose configured or default value is used.
+
+        An argument not configured for this class takes the value configured for the
+        nearest configurable base class that has the same argument (as in ALF); an
+        argument the caller passed marks a configured value as ``overridden``.
+        """
         num_args = len(args)
         for name, slot in self.slots.items():
             if name in kwargs or self._positions.get(name, num_args) < num_args:
+                slot.overridden = slot.overridden or slot.configured
                 continue
-            if slot.configured:
-                kwargs[name] = slot.resolved_value()
-                slot.used = True
+            source = slot if slot.configured else self._inherited(name)
+            if source is not None:
+                kwargs[name] = source.resolved_value()
+                source.used = slot.used = True
             elif slot.has_default:
                 slot.used = True
 
+    def _inherited(self, name):
+        """The configured slot ``name`` of the nearest configurable base class, or None."""
+        for base in getattr(self.target, "__mro__", ())[1:]:
+            entry = CLASS_ENTRIES.get(base)
+            slot = None if entry is None else entry.slots.get(name)
+            if slot is not None and slot.configured:
+                return slot
+        return None
+
 
 REGISTRY = {}  # full name -> Configurable; survives reset_registry()
+CLASS_ENTRIES = {}  # configurable class -> its Configurable (for inherited values)
 DEFINED = {}  # define_config name -> Slot
 MACROS = {}  # gin macro name -> Slot (a name is in DEFINED or MACROS, never both)
 PENDING = []  # list[Pending], in the order they were set

@@ -99,6 +99,7 @@ class PolicyTrainer:
         self._env = create_environment(seed=self._seed)
         self._eval_env = self._create_eval_env() if config.evaluate else None
         self._algorithm = self._create_algorithm()
+        self._algorithm.optimizers()  # built now: a parameter without one is an error here
         self._checkpointer = Checkpointer(
             os.path.join(self._root_dir, "train", "algorithm"), keep=config.keep_checkpoints
         )

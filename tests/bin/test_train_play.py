@@ -293,6 +293,14 @@ BAD_TRAIN_INPUTS = {
         ["--conf_param", "TrainerConfig.unroll_length='eight'"],
         "TrainerConfig.unroll_length must be an int, got 'eight' (str)",
     ),
+    "no_optimizer": (
+        ["--conf_param", "PPOAlgorithm.optimizer=None"],
+        "PPOAlgorithm: the parameters of _actor_network, _value_network have no optimizer",
+    ),
+    "conf_param_the_conf_overrides": (  # the conf calls Adam(lr=...): lr is explicit there
+        ["--conf_param", "Adam.lr=1e30"],
+        "the command-line value Adam.lr=1e+30 was not applied: every call of Adam passed 'lr'",
+    ),
     "changed_network": (  # resuming the CartPole run with a conf that builds other shapes
         ["--conf_param", "create_environment.env_name='Acrobot-v1'"],
         "does not fit the algorithm the conf builds (4 shapes differ: "
