@@ -247,7 +247,20 @@ def operative_config_str():
         body += [""] + _format_call(renderer, "alf.config", [repr(name)], args)
     header = ["# Operative configuration written by alf.config_util.operative_config_str().", ""]
     imports = ["import alf"] + [f"import {m}" for m in sorted(renderer.imports)]
-    return "\n".join(header + imports + body + _format_defaults(dict(configs))) + "\n"
+    unused = _format_inoperative()
+    return "\n".join(header + imports + body + _format_defaults(dict(configs)) + unused) + "\n"
+
+
+def _format_inoperative() -> list[str]:
+    """Comment lines listing the configured values no call used (empty when none)."""
+    lines = []
+    for name, args in get_inoperative_configs():
+        lines += [f"#   {name}.{arg} = {value!r}" for arg, value in sorted(args.items())]
+    if not lines:
+        return []
+    return ["", "# Configured but not used by any call (an explicit argument won, or unused):"] + [
+        line.replace("\n", " ") for line in lines
+    ]
 
 
 def _called_configurables(value):

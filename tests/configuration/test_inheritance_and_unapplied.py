@@ -45,3 +45,6 @@ def test_a_command_line_value_every_call_overrode_is_an_error():
         check_command_line_applied()
     Sub()  # now it is used once
     assert check_command_line_applied() == ["Base.size"]  # unused conf values are listed
+    text = alf.config_util.operative_config_str()  # and written in alf_config.py
+    unused = text.split("# Configured but not used by any call")[1]
+    assert "test_inheritance_and_unapplied.Base.size = 6" in unused
