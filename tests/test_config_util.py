@@ -26,10 +26,11 @@ def test_config_util_exports_the_implementation_and_alf_reexports_it():
         "operative_config_str": writer.operative_config_str,
         "repr_wrapper": writer.repr_wrapper,
         "validate_pending_configs": binding.validate_pending_configs,
+        "check_command_line_applied": binding.check_command_line_applied,
     }
     for name, function in implementations.items():
         assert getattr(config_util, name) is function, name
-    assert len(set(config_util.__all__)) == len(config_util.__all__) == 19
+    assert len(set(config_util.__all__)) == len(config_util.__all__) == 20
     for name in config_util.__all__:
         assert getattr(config_util, name) is not None, name
     for name in alf.__all__:

@@ -63,6 +63,7 @@ class Algorithm(nn.Module):
         self._optimizers: list[tuple[OptimizerSpec, torch.optim.Optimizer, list]] | None = None
         self._debug_summaries = debug_summaries
         self.last_grad_norms: dict[str, float] = {}
+        self.modules_without_optimizer: list[str] = []  # known once optimizers() ran
         self.max_non_finite_updates_in_a_row = 10
         self.non_finite_updates_skipped = 0
         self._non_finite_in_a_row = 0
@@ -132,11 +133,8 @@ class Algorithm(nn.Module):
             n for n, p in self.named_parameters() if p.requires_grad and id(p) not in claimed
         ]
         if orphans:
-            modules = ", ".join(dict.fromkeys(n.split(".")[0] for n in orphans))
-            raise ValueError(
-                f"{self._name}: the parameters of {modules} have no optimizer, so they would "
-                f"never be trained (set {self._name}.optimizer)"
-            )
+            logging.warning("%s: parameters without an optimizer: %s", self._name, orphans)
+        self.modules_without_optimizer = list(dict.fromkeys(n.split(".")[0] for n in orphans))
         return [(spec, params) for spec, params in assignments if params]
 
     def optimizers(self) -> list[tuple[OptimizerSpec, torch.optim.Optimizer, list]]:

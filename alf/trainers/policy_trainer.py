@@ -99,7 +99,7 @@ class PolicyTrainer:
         self._env = create_environment(seed=self._seed)
         self._eval_env = self._create_eval_env() if config.evaluate else None
         self._algorithm = self._create_algorithm()
-        self._algorithm.optimizers()  # built now: a parameter without one is an error here
+        self._check_optimizers()
         self._checkpointer = Checkpointer(
             os.path.join(self._root_dir, "train", "algorithm"), keep=config.keep_checkpoints
         )
@@ -161,6 +161,16 @@ class PolicyTrainer:
             seed=seeding.derived_seed(self._seed, 999),
             should_stop=self._stop_requested,
         )
+
+    def _check_optimizers(self) -> None:
+        """Build the optimizers now: trainable parameters without one are an error."""
+        alg = self._algorithm
+        alg.optimizers()
+        if alg.modules_without_optimizer:
+            raise ValueError(
+                f"{alg.name}: the parameters of {', '.join(alg.modules_without_optimizer)} "
+                f"have no optimizer, so they would never be trained (set {alg.name}.optimizer)"
+            )
 
     def _stop_requested(self) -> bool:
         """A stop signal arrived (it ends an evaluation at the next env step)."""

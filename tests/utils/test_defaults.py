@@ -53,7 +53,8 @@ def test_configurable_subclass_has_its_own_defaults_and_configs():
         alf.reset_configs()
         alf.config("_Base", b=5, c=6)
         assert _Base(0).values == (0, 5, 6)
-        assert _Child(0).values == (0, 1, 30)  # the parent's configs do not reach the child
+        # the parent's configured values reach the child, over the child's own defaults
+        assert _Child(0).values == (0, 5, 6)
         alf.reset_configs()
         alf.config("_Child", b=7)
         assert _Child(0).values == (0, 7, 30)
