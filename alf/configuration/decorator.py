@@ -89,7 +89,8 @@ def configurable(fn_or_name=None, whitelist=(), blacklist=()):
     (``__init__``, or ``__new__`` for named tuples) are configured and the class itself is
     returned, so ``isinstance`` and subclassing work. A subclass is a separate configurable
     only if decorated itself; otherwise its ``super().__init__`` call uses the parent's
-    configured values.
+    configured values. A decorated subclass takes, for an argument not configured for it,
+    the value configured for its nearest configurable base class with that argument.
 
     Configured values are defaults: arguments passed explicitly by the caller win.
 
