@@ -233,6 +233,7 @@ def main(argv) -> int:
 def _train(root_dir: str, scratch_dir: str) -> int:
     from alf.environments.process_protocol import EnvironmentProcessError
     from alf.utils import run_record
+    from alf.utils.checkpoint_utils import CheckpointWriteError
     from alf.utils.finite import NonFiniteError
 
     trainer = None
@@ -260,7 +261,7 @@ def _train(root_dir: str, scratch_dir: str) -> int:
         logging.info("Training in %s with conf %s", root_dir, args.conf)
         try:
             trainer.train()
-        except (NonFiniteError, EnvironmentProcessError) as e:
+        except (NonFiniteError, EnvironmentProcessError, CheckpointWriteError) as e:
             logging.info("%s", e)  # a worker's traceback, when there is one, is in the log
             print(f"alf.bin.train: error: {one_line(e)}", file=sys.stderr)
             return 1

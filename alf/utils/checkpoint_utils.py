@@ -183,24 +183,47 @@ def _refuse_non_finite(state: dict, path: str) -> None:
         )
 
 
+class CheckpointWriteError(OSError):
+    """A checkpoint could not be written (disk full, read-only, ...); nothing was replaced."""
+
+
 def _atomic_torch_save(state: dict, path: str) -> None:
     directory = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-ckpt-")
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-ckpt-")
         with os.fdopen(fd, "wb") as f:
             torch.save(state, f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
+    except BaseException as e:
+        if tmp is not None and os.path.exists(tmp):
             os.remove(tmp)
-        raise
+        cause = _os_error_in(e)
+        if cause is None:
+            raise
+        error = CheckpointWriteError(
+            f"cannot write checkpoint {path}: {cause.strerror}; the checkpoints already in "
+            f"{directory} are kept"
+        )
+        error.errno = cause.errno
+        raise error from e
     dir_fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def _os_error_in(error: BaseException) -> OSError | None:
+    """The ``OSError`` with an errno in ``error``'s chain (torch wraps a full disk in a
+    ``RuntimeError``), or None."""
+    while error is not None:
+        if isinstance(error, OSError) and error.errno is not None:
+            return error
+        error = error.__cause__ or error.__context__
+    return None
 
 
 def safe_load(path: str, map_location="cpu") -> dict:
