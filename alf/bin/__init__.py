@@ -1,14 +1,17 @@
 """Command-line entry points: ``python -m alf.bin.train`` and ``python -m alf.bin.play``.
 
 Shared here (standard library only, so a CLI can report a bad input before it
-imports torch): ``SetupError``, ``one_line`` and ``deferred_logs``, which together
-make a setup failure print exactly one error line on stderr.
+imports torch): ``SetupError``, ``one_line``, ``deferred_logs`` and ``report_error``,
+which together make a failure print exactly one error line on stderr (and, with
+``--verbose``, the traceback above it).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import sys
+import traceback
 
 
 class SetupError(Exception):
@@ -19,6 +22,14 @@ def one_line(error: BaseException) -> str:
     """The first line of ``error``'s message (its type name when the message is empty)."""
     text = str(error).strip() or type(error).__name__
     return text.splitlines()[0]
+
+
+def report_error(program: str, error: BaseException, verbose: bool = False) -> None:
+    """Print ``program: error: <one line>`` on stderr; with ``verbose``, the traceback
+    (and the chain of causes) first."""
+    if verbose:
+        traceback.print_exception(error, file=sys.stderr)
+    print(f"{program}: error: {one_line(error)}", file=sys.stderr)
 
 
 class _Collector(logging.Handler):

@@ -16,6 +16,7 @@ a line of its own, then their means.
   produced the checkpoint), in a fresh Python process.
 * ``--conf_param 'Name.arg=value'`` / ``--gin_param``: override recorded values.
 * ``--random_seed S``: seed of the environment and of torch (default 0).
+* ``--verbose``: on an error, print its traceback above the one error line.
 
 Bad input (no such root_dir, no run record or checkpoint, a missing step, an
 unwritable video format) prints one error line on stderr and exits with status 2.
@@ -32,7 +33,7 @@ import tempfile
 
 from absl import app, flags
 
-from alf.bin import SetupError, deferred_logs, one_line
+from alf.bin import SetupError, deferred_logs, one_line, report_error
 
 SNAPSHOT_ENV = "ALF_PLAY_SNAPSHOT_ROOT"
 """Set (to the root_dir) in the process started by ``--use_alf_snapshot``; stops recursion."""
@@ -54,6 +55,7 @@ def _define_flags() -> None:
     flags.DEFINE_integer("random_seed", 0, "Seed of the environment and of torch.")
     flags.DEFINE_multi_string("conf_param", [], "'Name.arg=value' overrides.")
     flags.DEFINE_multi_string("gin_param", [], "Gin binding overrides.")
+    flags.DEFINE_bool("verbose", False, "On an error, print its traceback above the error line.")
 
 
 # -- snapshot -------------------------------------------------------------------------
@@ -430,7 +432,7 @@ def main(argv) -> int:
                 _check_snapshot_import(root_dir)
             env, algorithm = _setup(root_dir)
     except SetupError as e:
-        print(f"alf.bin.play: error: {e}", file=sys.stderr)
+        report_error("alf.bin.play", e, FLAGS.verbose)
         return 2
     try:
         _play_and_report(env, algorithm)

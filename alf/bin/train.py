@@ -34,9 +34,12 @@ Bad input (missing conf, unknown configurable or argument, malformed
 prints one error line and exits with status 2 before anything in ``root_dir`` is
 written. One trainer at a time per ``root_dir``: a second one exits with status 2 and
 a line naming the directory and the pid of the trainer that holds it
-(``alf.utils.run_lock``). SIGTERM / SIGINT save a checkpoint and exit 0. A NaN or inf
+(``alf.utils.run_lock``). SIGTERM / SIGINT save a checkpoint and exit 0 (during
+start-up: exit 0 at once, nothing written; see ``alf.trainers.signals``). A NaN or inf
 from an environment, or a diverged loss, stops training with one error line and status 1
-before anything non-finite is saved (``alf.utils.finite``).
+before anything non-finite is saved (``alf.utils.finite``); an environment that fails for
+good (a hung worker or step, a crash loop) stops it the same way, after a checkpoint of
+the last completed iteration. ``--verbose`` prints the traceback above any error line.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ import tempfile
 
 from absl import app, flags
 
-from alf.bin import SetupError, deferred_logs, one_line
+from alf.bin import SetupError, deferred_logs, one_line, report_error
 
 flags.DEFINE_string("conf", None, "Conf file (.py or .gin).")
 flags.DEFINE_string("root_dir", None, "Directory for summaries, checkpoints and records.")
@@ -65,6 +68,7 @@ flags.DEFINE_string(
 flags.DEFINE_string(
     "from_record", None, "Re-run the experiment recorded in this root_dir or run.json."
 )
+flags.DEFINE_bool("verbose", False, "On an error, print its traceback above the error line.")
 
 FLAGS = flags.FLAGS
 
@@ -231,41 +235,69 @@ def main(argv) -> int:
 
 
 def _train(root_dir: str, scratch_dir: str) -> int:
-    from alf.environments.process_protocol import EnvironmentProcessError
-    from alf.utils import run_record
-    from alf.utils.checkpoint_utils import CheckpointWriteError
-    from alf.utils.finite import NonFiniteError
+    from alf.trainers.signals import SignalCatcher, StopRequested
 
     trainer = None
     try:
-        with deferred_logs():
+        with SignalCatcher(interrupt=True), deferred_logs():
             trainer, args = build_trainer(root_dir, scratch_dir)
             lock = _lock_root_dir(root_dir)
-    except SetupError as e:
+    except (SetupError, StopRequested) as e:
         if trainer is not None:
             trainer.close()
-        print(f"alf.bin.train: error: {e}", file=sys.stderr)
+        if isinstance(e, StopRequested):
+            print(f"alf.bin.train: stopped by {e} during start-up; nothing was written")
+            return 0
+        report_error("alf.bin.train", e, FLAGS.verbose)
         return 2
-    with lock:
-        run_record.write_run_record(
-            root_dir,
-            args.conf,
-            args.conf_params,
-            args.gin_params,
-            details=_record_details(trainer, args),
-            resuming=trainer.has_checkpoint,
-        )
-        run_record.write_operative_config(root_dir)
-        if FLAGS.store_snapshot:
-            run_record.store_snapshot(root_dir)
+    with lock, SignalCatcher() as catcher:
+        _write_record(root_dir, trainer, args)
         logging.info("Training in %s with conf %s", root_dir, args.conf)
-        try:
-            trainer.train()
-        except (NonFiniteError, EnvironmentProcessError, CheckpointWriteError) as e:
-            logging.info("%s", e)  # a worker's traceback, when there is one, is in the log
-            print(f"alf.bin.train: error: {one_line(e)}", file=sys.stderr)
-            return 1
-        run_record.write_operative_config(root_dir)
+        status = _run(trainer, catcher)
+        if status == 0:
+            from alf.utils import run_record
+
+            run_record.write_operative_config(root_dir)
+    return status
+
+
+def _write_record(root_dir: str, trainer, args: RunArgs) -> None:
+    from alf.utils import run_record
+
+    run_record.write_run_record(
+        root_dir,
+        args.conf,
+        args.conf_params,
+        args.gin_params,
+        details=_record_details(trainer, args),
+        resuming=trainer.has_checkpoint,
+    )
+    run_record.write_operative_config(root_dir)
+    if FLAGS.store_snapshot:
+        run_record.store_snapshot(root_dir)
+
+
+def _run(trainer, catcher) -> int:
+    """``trainer.train()``; a failure that is not a bug in alf becomes one line and 1."""
+    from alf.environments.process_protocol import EnvironmentProcessError
+    from alf.environments.step_guard import EnvironmentStepTimeout, StepInterrupted
+    from alf.utils.checkpoint_utils import CheckpointWriteError
+    from alf.utils.finite import NonFiniteError
+
+    try:
+        trainer.train(catcher)
+    except StepInterrupted as e:  # outside an iteration (resuming, restarting the envs)
+        logging.warning("%s", e)
+        print(f"alf.bin.train: stopped by {catcher.caught}; the newest checkpoint is kept")
+    except (
+        NonFiniteError,
+        EnvironmentProcessError,
+        EnvironmentStepTimeout,
+        CheckpointWriteError,
+    ) as e:
+        logging.info("%s", e)  # a worker's traceback, when there is one, is in the log
+        report_error("alf.bin.train", e, FLAGS.verbose)
+        return 1
     return 0
 
 

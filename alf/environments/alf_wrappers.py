@@ -43,6 +43,9 @@ class AlfEnvironmentBaseWrapper(AlfEnvironment):
             raise AttributeError(name)
         return getattr(self._env, name)
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._env!r})"
+
     def wrapped_env(self) -> AlfEnvironment:
         """The env directly wrapped by this wrapper."""
         return self._env

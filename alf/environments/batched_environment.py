@@ -33,6 +33,7 @@ from alf.data_structures import StepType, TimeStep
 from alf.environments.alf_environment import AlfEnvironment
 from alf.environments.alf_gym_wrapper import AlfGymWrapper
 from alf.environments.alf_wrappers import TimeLimit
+from alf.environments.step_guard import StepGuard
 from alf.tensor_specs import BoundedTensorSpec
 
 _ALIGNMENT = 16
@@ -201,6 +202,9 @@ class BatchedEnvironment(AlfEnvironment):
             and apply ``AlfGymWrapper``/``TimeLimit``'s rules row by row into the batch
             buffers (``GymRows``) instead of building one ``TimeStep`` per member:
             the same results with about half the per-step overhead.
+        step_timeout: seconds a batched ``reset``/``step`` may take before it is
+            interrupted with ``EnvironmentStepTimeout`` (``alf.environments.step_guard``);
+            None: no limit.
     """
 
     def __init__(
@@ -208,6 +212,7 @@ class BatchedEnvironment(AlfEnvironment):
         envs: Sequence[AlfEnvironment | Callable[[], AlfEnvironment]],
         torch_output: bool = True,
         fuse_gym_steps: bool = True,
+        step_timeout: float | None = None,
     ):
         super().__init__()
         if not envs:
@@ -244,6 +249,9 @@ class BatchedEnvironment(AlfEnvironment):
             if all(member is not None for member in members):
                 views = self._layout.unflatten(self._scratch_views)
                 self._gym_rows = GymRows(members, views, self.action_spec())
+        self._guard = StepGuard(
+            f"{len(self._envs)} in-process envs ({self._envs[0]!r}, ...)", step_timeout
+        )
         self._closed = False
 
     # -- description -----------------------------------------------------------
@@ -279,6 +287,12 @@ class BatchedEnvironment(AlfEnvironment):
     # -- running -----------------------------------------------------------------
 
     def _reset(self) -> TimeStep:
+        return self._guard.call(self._reset_all)
+
+    def _step(self, action) -> TimeStep:
+        return self._guard.call(self._step_all, action)
+
+    def _reset_all(self) -> TimeStep:
         for row, env in enumerate(self._envs):
             time_step = env.reset()
             self._check_leaf_shapes(row, time_step)
@@ -287,7 +301,7 @@ class BatchedEnvironment(AlfEnvironment):
                 self._gym_rows.restart(row)
         return self._emit()
 
-    def _step(self, action) -> TimeStep:
+    def _step_all(self, action) -> TimeStep:
         if self._gym_rows is not None:
             self._gym_rows.step(self._action_array(action), self._reset_row)
             return self._emit()

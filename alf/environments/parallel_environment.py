@@ -38,6 +38,7 @@ from alf.environments.process_environment import (
     SharedBuffer,
     shutdown_workers,
 )
+from alf.environments.step_guard import StepGuard
 
 
 class ParallelAlfEnvironment(AlfEnvironment):
@@ -92,6 +93,7 @@ class ParallelAlfEnvironment(AlfEnvironment):
             raise ValueError("ParallelAlfEnvironment needs at least one env constructor")
         self._closed = False
         self._buffers = ()
+        self._guard = StepGuard(f"{len(env_constructors)} env worker processes")
         self._envs = [
             ProcessEnvironment(
                 constructor,
@@ -197,12 +199,18 @@ class ParallelAlfEnvironment(AlfEnvironment):
     # -- running -------------------------------------------------------------------
 
     def _reset(self) -> TimeStep:
+        return self._guard.call(self._reset_all)
+
+    def _step(self, action) -> TimeStep:
+        return self._guard.call(self._step_all, action)
+
+    def _reset_all(self) -> TimeStep:
         for env in self._envs:
             env.send_reset()
         self._receive_all()
         return self._emit()
 
-    def _step(self, action) -> TimeStep:
+    def _step_all(self, action) -> TimeStep:
         if self._action_views is None:
             self._send_pickled_actions(action)
         else:

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from alf.environments.alf_environment import AlfEnvironment
+from alf.environments.step_guard import StepGuard
 
 
 def _array_to_batched_tensor(array: np.ndarray) -> torch.Tensor:
@@ -85,9 +86,13 @@ class ThreadEnvironment(AlfEnvironment):
     Args:
         env_constructor: callable with no arguments returning an unbatched
             ``AlfEnvironment`` (e.g. ``functools.partial(suite_gym.load, 'CartPole-v1')``).
+        step_timeout: seconds a ``reset``/``step`` may take before it is interrupted with
+            ``EnvironmentStepTimeout`` (``alf.environments.step_guard``); None: no limit.
     """
 
-    def __init__(self, env_constructor: Callable[[], AlfEnvironment]):
+    def __init__(
+        self, env_constructor: Callable[[], AlfEnvironment], step_timeout: float | None = None
+    ):
         super().__init__()
         env = env_constructor()
         if env.batched:
@@ -96,6 +101,7 @@ class ThreadEnvironment(AlfEnvironment):
                 f"(batch_size={env.batch_size}); use it directly instead"
             )
         self._env = env
+        self._guard = StepGuard(repr(env), step_timeout)
 
     @property
     def batched(self) -> bool:
@@ -127,10 +133,10 @@ class ThreadEnvironment(AlfEnvironment):
         return self._env.env_info_spec()
 
     def _reset(self):
-        return to_batched_torch(self._env.reset())
+        return to_batched_torch(self._guard.call(self._env.reset))
 
     def _step(self, action):
-        return to_batched_torch(self._env.step(from_batched(action)))
+        return to_batched_torch(self._guard.call(self._env.step, from_batched(action)))
 
     def seed(self, seed: int) -> None:
         self._env.seed(seed)

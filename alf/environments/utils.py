@@ -96,9 +96,10 @@ def create_environment(
         seed: env ``i`` is seeded with ``seed + i``; None leaves the envs unseeded.
         batch_size_per_env: number of envs per worker process; must divide ``N``.
         restart_on_crash: replace a crashed worker (its rows restart with FIRST).
-        step_timeout: seconds a step or reset of the worker processes may take (all
-            workers share one deadline) before it is an error naming the env; None: the
-            parallel environment's default (300 s).
+        step_timeout: seconds a step or reset may take before it is an error naming the
+            env: the worker processes share one deadline (None: the parallel environment's
+            default, 300 s); with ``nonparallel`` a watchdog interrupts the step in this
+            process (``alf.environments.step_guard``; None: no limit).
         max_restarts, restart_window: with ``restart_on_crash``, a worker that crashed
             more than ``max_restarts`` times within ``restart_window`` seconds stops the
             run with its crash instead of being restarted again.
@@ -117,8 +118,8 @@ def create_environment(
     constructors = env_constructors(env_name, env_load_fn, num_parallel_environments, seed)
     if nonparallel:
         if num_parallel_environments == 1:
-            return ThreadEnvironment(constructors[0])
-        return BatchedEnvironment(constructors)
+            return ThreadEnvironment(constructors[0], step_timeout=step_timeout)
+        return BatchedEnvironment(constructors, step_timeout=step_timeout)
     kwargs = {}
     if restart_on_crash:
         kwargs.update(restart_on_crash=True, max_restarts=max_restarts)

@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from alf.algorithms.unroller import AlgorithmPolicy, Unroller
+from alf.environments.step_guard import StepInterrupted
 from alf.metrics import EpisodeMetrics
 
 
 class EvaluationInterrupted(Exception):
-    """``should_stop`` turned true during an evaluation (a stop signal): no results."""
+    """``should_stop`` turned true during an evaluation, or an eval env step was abandoned
+    after a stop signal: no results."""
 
 
 class Evaluator:
@@ -54,6 +56,8 @@ class Evaluator:
             unroller.restart(self._seed)
             observe = None if self._should_stop is None else self._stop_if_asked
             return unroller.run_episodes(self._num_episodes, self._max_steps, observe)
+        except StepInterrupted as e:  # a stop signal, and the env did not come back
+            raise EvaluationInterrupted(str(e)) from e
         finally:
             alg.train(was_training)
 

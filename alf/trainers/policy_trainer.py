@@ -21,11 +21,17 @@ as the uninterrupted run did (same data, same parameters). The price is that the
 episodes running at a checkpoint are cut short (they are not counted in metrics).
 
 SIGTERM and SIGINT finish the current iteration, write a checkpoint and return
-normally (the CLI then exits 0).
+normally (the CLI then exits 0). An env step still running a few seconds after the
+signal (a hung env, a long unroll) is abandoned with the rest of its iteration
+(``alf.trainers.signals``); the checkpoint then holds the weights of the last completed
+iteration. An environment that fails for good (a worker that hangs, or crashes more than
+its restart budget allows) also leaves a checkpoint of the last completed iteration
+before the error is raised.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -38,6 +44,8 @@ from torch.utils.tensorboard import SummaryWriter
 import alf.summary
 from alf.algorithms.config import TrainerConfig
 from alf.algorithms.data_transformer import create_data_transformer
+from alf.environments.process_protocol import EnvironmentProcessError
+from alf.environments.step_guard import EnvironmentStepTimeout, StepInterrupted
 from alf.environments.utils import create_environment
 from alf.trainers.evaluator import EvaluationInterrupted, Evaluator
 from alf.trainers.progress import ProgressBar
@@ -96,6 +104,23 @@ class PolicyTrainer:
         config.random_seed = self._seed
         torch_utils.configure_cpu_math(config.num_threads, config.flush_denormal)
         self._device = device_utils.set_device(config.device)
+        self._env = self._eval_env = None
+        self._writers = {}
+        try:
+            self._build()
+        except BaseException:  # a bad conf or checkpoint, or a stop signal: no env left running
+            self.close()
+            raise
+        self._iteration = 0
+        self._saved_iteration = None
+        self._env_steps = 0
+        self._best_eval = -math.inf
+        self._last_progress = 0.0
+        self._catcher = None
+
+    def _build(self) -> None:
+        """Environments, algorithm and optimizers, and the checkpoint to resume from."""
+        config = self._config
         self._env = create_environment(seed=self._seed)
         self._eval_env = self._create_eval_env() if config.evaluate else None
         self._algorithm = self._create_algorithm()
@@ -106,12 +131,6 @@ class PolicyTrainer:
         self._resume_state = self._load_resume_state()
         self._evaluator = self._create_evaluator()
         self._init_from_checkpoint = self._maybe_init_from()
-        self._iteration = 0
-        self._env_steps = 0
-        self._best_eval = -math.inf
-        self._last_progress = 0.0
-        self._catcher = None
-        self._writers = {}
 
     @property
     def algorithm(self):
@@ -233,11 +252,20 @@ class PolicyTrainer:
             )
         return {"replay_buffer": state}
 
-    def _save_checkpoint(self) -> None:
+    def _save_checkpoint(self, restart: bool = True) -> None:
+        """Write the checkpoint of the current iteration, then (``restart``, and no stop
+        signal pending) reseed and restart the training envs."""
         start = time.time()
         path = self._checkpointer.save(self._iteration, self._checkpoint_state())
-        self._restart_environments()
+        self._saved_iteration = self._iteration
+        if restart and not self._stop_requested():
+            self._restart_environments()
         logging.info("Checkpoint %s written in %.2fs", path, time.time() - start)
+
+    def _save_unless_saved(self) -> None:
+        """The checkpoint of the last completed iteration, unless it is written already."""
+        if self._saved_iteration != self._iteration:
+            self._save_checkpoint(restart=False)
 
     def _restart_environments(self) -> None:
         """Reseed and restart the training envs (see 'Exact resume' in the module doc)."""
@@ -274,6 +302,7 @@ class PolicyTrainer:
         if "replay_buffer" in state:
             self._algorithm.load_replay_buffer_state(state["replay_buffer"])
         self._iteration = int(state["iteration"])
+        self._saved_iteration = self._iteration
         self._env_steps = int(state["env_steps"])
         self._best_eval = float(state["best_eval"])
         seeding.set_rng_state(state["rng"])
@@ -293,14 +322,19 @@ class PolicyTrainer:
 
     # -- loop --------------------------------------------------------------------
 
-    def train(self) -> None:
-        """Run training to the end (or to SIGTERM/SIGINT), then close the environments."""
+    def train(self, catcher: SignalCatcher | None = None) -> None:
+        """Run training to the end (or to SIGTERM/SIGINT), then close the environments.
+
+        Args:
+            catcher: an entered ``SignalCatcher`` to take the stop signal from (the CLI's,
+                which already covers writing the run's record); None: one of its own.
+        """
         try:
             self._open_writers()
             if not self._restore():
                 self._prenormalize()
-            with SignalCatcher() as catcher:
-                self._catcher = catcher
+            with contextlib.nullcontext(catcher) if catcher else SignalCatcher() as active:
+                self._catcher = active
                 self._train()
         finally:
             self.close()
@@ -344,13 +378,15 @@ class PolicyTrainer:
         progress_bar = ProgressBar(enabled=cfg.progress_bar and sys.stdout.isatty())
         start_time = time.time()
         start_steps = self._env_steps
-        while not self._done():
+        while not self._done() and self._catcher.caught is None:
             update_progress(self._iteration, self._env_steps, self._progress())
             record = self._iteration % cfg.summary_interval == 0
             alf.summary.set_global_counter(self._iteration)
             iter_start = time.time()
             with alf.summary.record_if(record), alf.summary.average_scalars():
-                steps = self._algorithm.train_iter()
+                steps = self._run_iteration()
+            if steps is None:
+                break
             iter_time = time.time() - iter_start
             self._iteration += 1
             self._env_steps += steps
@@ -362,13 +398,32 @@ class PolicyTrainer:
             progress_bar.update(
                 self._progress(), self._iteration, self._env_steps, rate, self._algorithm.metrics
             )
-            if self._catcher.caught is not None:
-                logging.warning(
-                    "Received %s: saving a checkpoint and stopping", self._catcher.caught
-                )
-                break
         progress_bar.close()
-        self._save_checkpoint()
+        if self._catcher.caught is not None:
+            logging.warning("Received %s: saving a checkpoint and stopping", self._catcher.caught)
+        self._save_unless_saved()
+
+    def _run_iteration(self) -> int | None:
+        """``train_iter()``'s env steps; None when a stop signal abandoned its unroll.
+
+        An environment that failed for good leaves the checkpoint of the last completed
+        iteration behind before its error goes on.
+        """
+        try:
+            return self._algorithm.train_iter()
+        except StepInterrupted as e:
+            logging.warning(
+                "%s. Iteration %d is abandoned; the checkpoint holds iteration %d (a resume "
+                "from it is not bit-identical to an uninterrupted run)",
+                e,
+                self._iteration + 1,
+                self._iteration,
+            )
+            return None
+        except (EnvironmentProcessError, EnvironmentStepTimeout):
+            logging.error("An environment failed: saving iteration %d first", self._iteration)
+            self._save_unless_saved()
+            raise
 
     def _maybe_checkpoint(self) -> None:
         cfg = self._config

@@ -1,9 +1,15 @@
 """SIGTERM and SIGINT during training: a flag the trainer checks, instead of an abrupt exit.
 
 The first signal sets ``caught``: the trainer ends an evaluation at its next env step,
-finishes the iteration in progress, writes a checkpoint and returns. A second signal exits
-the process at once with status ``128 + signum``; checkpoints are written atomically, so
-none is left half-written.
+finishes the iteration in progress, writes a checkpoint and returns. An env step still
+running ``grace`` seconds after the signal, or started later, is abandoned
+(``alf.environments.step_guard.StepInterrupted``): a hung env, or an iteration that would
+take long to finish, cannot hold the stop back. A second signal exits the process at once
+with status ``128 + signum``; checkpoints are written atomically, so none is left
+half-written.
+
+With ``interrupt=True`` (start-up, when nothing is worth finishing) the first signal
+raises ``StopRequested`` at once instead.
 """
 
 from __future__ import annotations
@@ -12,12 +18,28 @@ import os
 import signal
 import threading
 
+from alf.environments import step_guard
+
+STOP_GRACE_SECONDS = 3.0
+
+
+class StopRequested(BaseException):
+    """A stop signal during start-up (a ``BaseException``, like ``KeyboardInterrupt``, so
+    that no ``except Exception`` on the way turns it into another error)."""
+
 
 class SignalCatcher:
-    """Turns SIGTERM/SIGINT into a flag checked between iterations (main thread only)."""
+    """Turns SIGTERM/SIGINT into a flag checked between iterations (main thread only).
 
-    def __init__(self):
+    Args:
+        interrupt: raise ``StopRequested`` from the first signal instead of setting the flag.
+        grace: seconds an env step may still run after the first signal.
+    """
+
+    def __init__(self, interrupt: bool = False, grace: float = STOP_GRACE_SECONDS):
         self.caught = None
+        self._interrupt = interrupt
+        self._grace = grace
         self._previous = {}
 
     def __enter__(self):
@@ -34,10 +56,15 @@ class SignalCatcher:
             os.write(2, f"Received {name} again: exiting now, without a checkpoint\n".encode())
             os._exit(128 + signum)
         self.caught = name
+        if self._interrupt:
+            raise StopRequested(name)
+        step_guard.request_stop(self._grace)
 
     def __exit__(self, *exc):
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
+        if self.caught is not None and not self._interrupt:
+            step_guard.clear_stop()
         return False
 
 

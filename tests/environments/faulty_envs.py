@@ -29,15 +29,29 @@ class NonFiniteAt(gym.Wrapper):
 
 
 class HangAt(gym.Wrapper):
-    """Hangs (sleeps for an hour) in its ``at``-th step, counted across resets."""
+    """Hangs in its ``at``-th step (counted across resets): sleeps for an hour, or with
+    ``spin`` runs a Python loop that never ends (no system call a signal could interrupt).
 
-    def __init__(self, env, at: int):
+    Args:
+        marker: a file created when the hang begins (a test waits for it).
+        only_in_pid: hang only in the process with this pid (e.g. the trainer's own, where
+            the evaluation env runs, and not in its env workers).
+    """
+
+    def __init__(self, env, at: int, spin: bool = False, marker=None, only_in_pid=None):
         super().__init__(env)
         self._at, self._steps = at, 0
+        self._spin, self._marker, self._only_in_pid = spin, marker, only_in_pid
 
     def step(self, action):
         self._steps += 1
-        if self._steps >= self._at:
+        if self._steps >= self._at and self._only_in_pid in (None, os.getpid()):
+            if self._marker is not None:
+                with open(self._marker, "w") as f:
+                    f.write(str(os.getpid()))
+            if self._spin:
+                while True:
+                    pass
             time.sleep(3600)
         return self.env.step(action)
 
@@ -55,3 +69,16 @@ class DieAt(gym.Wrapper):
         if self._steps >= self._at:
             os._exit(3)
         return self.env.step(action)
+
+
+class SlowStart(gym.Wrapper):
+    """Takes ``seconds`` to construct (in the process with pid ``only_in_pid``, if given),
+    creating ``marker`` first: a start-up a test can interrupt."""
+
+    def __init__(self, env, seconds: float, marker=None, only_in_pid=None):
+        super().__init__(env)
+        if only_in_pid in (None, os.getpid()):
+            if marker is not None:
+                with open(marker, "w") as f:
+                    f.write(str(os.getpid()))
+            time.sleep(seconds)

@@ -8,9 +8,14 @@ optimizer state). A refactoring that changes none of the maths leaves all of the
 unchanged; any change in what is computed, or in which random numbers are drawn in
 which order, shows up here.
 
-Floating-point results depend on the torch build and the CPU's kernels, so the
-reference records the torch version it was made with and the test is skipped under
-another one. To record it again after an intended change of behaviour::
+Floating-point results depend on the kernels that run, and torch, MKL, numpy and glibc's
+libm each pick theirs by the CPU (AVX2, AVX-512, FMA): a run on another x86-64 CPU differs
+in the last bits. The runs are therefore made with the kernels every x86-64 CPU has
+(``PORTABLE_ENV``: torch's and numpy's baseline code paths, MKL's compatible mode, glibc
+without its AVX and FMA variants, one thread), which makes them the same on any of them.
+The reference records the torch, numpy and gymnasium versions and the architecture it was
+made with, and the test is skipped under others. To record it again after an intended
+change of behaviour::
 
     python tests/regression/test_example_reference.py --record
 """
@@ -20,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import platform
 import subprocess
 import sys
 
@@ -28,6 +34,37 @@ import torch
 
 REFERENCE = os.path.join(os.path.dirname(__file__), "reference_runs.json")
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "alf", "examples")
+
+
+def _numpy_dispatch_targets() -> str:
+    try:
+        from numpy._core._multiarray_umath import __cpu_dispatch__
+    except ImportError:  # numpy 1.x
+        from numpy.core._multiarray_umath import __cpu_dispatch__
+    return " ".join(__cpu_dispatch__)
+
+
+PORTABLE_ENV = {
+    "ATEN_CPU_CAPABILITY": "default",
+    "MKL_CBWR": "COMPATIBLE",
+    "NPY_DISABLE_CPU_FEATURES": _numpy_dispatch_targets(),
+    "GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX,-AVX2,-FMA,-FMA4,-AVX512F",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}
+
+
+def _platform() -> dict:
+    import gymnasium
+    import numpy
+
+    return {
+        "torch": torch.__version__,
+        "numpy": numpy.__version__,
+        "gymnasium": gymnasium.__version__,
+        "machine": platform.machine(),
+    }
+
 
 CASES = {
     "ppo_cart_pole": (
@@ -76,10 +113,12 @@ def run_case(name: str, root_dir: str) -> dict:
         "--nostore_snapshot",
         "--random_seed",
         "0",
+        "--num_threads",
+        "1",
     ]
     for param in params:
         args += ["--conf_param", param]
-    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    env = dict(os.environ, PYTHONWARNINGS="ignore", **PORTABLE_ENV)
     result = subprocess.run(args, capture_output=True, text=True, timeout=600, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     return {
@@ -129,8 +168,8 @@ def _load_reference() -> dict:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_example_run_matches_reference(name, tmp_path):
     reference = _load_reference()
-    if reference["torch"] != torch.__version__:
-        pytest.skip(f"reference recorded with torch {reference['torch']}, not {torch.__version__}")
+    if reference["platform"] != _platform():
+        pytest.skip(f"reference recorded on {reference['platform']}, not {_platform()}")
     got = run_case(name, str(tmp_path / name))
     expected = reference["runs"][name]
     assert got["train_return"] == expected["train_return"]
@@ -156,7 +195,7 @@ def _record() -> None:
                 f"{len(runs[name]['eval_return'])} eval returns"
             )
     with open(REFERENCE, "w", encoding="utf-8") as f:
-        json.dump({"torch": torch.__version__, "runs": runs}, f, indent=1, sort_keys=True)
+        json.dump({"platform": _platform(), "runs": runs}, f, indent=1, sort_keys=True)
         f.write("\n")
 
 
