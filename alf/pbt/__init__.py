@@ -13,6 +13,9 @@ through a shared folder:
     ``Workspace``: the shared folder, its checkpoints, member descriptions,
     lineage log and best checkpoints; everything read from it is validated and
     nothing is unpickled.
+``alf.pbt.files``
+    the file primitives under it: atomic writes, one-line JSON appends, checkpoint
+    bytes that ``torch.load(weights_only=True)`` reads.
 
 Nothing here imports the trainer; importing ``alf.pbt`` itself loads no module.
 """
