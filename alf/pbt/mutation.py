@@ -269,6 +269,8 @@ def mutations_from_config(config) -> list[Mutation]:
     result, seen = [], set()
     for name, spec in items:
         mutation = spec if isinstance(spec, Mutation) else mutation_from_dict(name, spec)
+        if mutation.name != name:
+            raise ValueError(f"Mutation {mutation.name!r} is listed under {name!r}")
         if mutation.name in seen:
             raise ValueError(f"Mutation {mutation.name!r} is given twice")
         seen.add(mutation.name)

@@ -344,10 +344,15 @@ class Workspace:
             raise ValueError(str(e)) from None
 
     def _prune(self, policy_idx: int, keep: int) -> None:
+        """Delete all but the newest ``keep_checkpoints`` checkpoints (``keep`` is always
+        kept) and temporary files a killed writer left (only this member writes here)."""
+        directory = self.pbt_dir(policy_idx)
         steps = [s for s in self.checkpoint_steps(policy_idx) if s != keep]
-        for step in steps[: max(0, len(steps) - (self._keep - 1))]:
+        names = [f"ckpt-{s}.pt" for s in steps[: max(0, len(steps) - (self._keep - 1))]]
+        names += [n for n in os.listdir(directory) if n.startswith(".tmp-")]
+        for name in names:
             with contextlib.suppress(FileNotFoundError):
-                os.remove(os.path.join(self.pbt_dir(policy_idx), f"ckpt-{step}.pt"))
+                os.remove(os.path.join(directory, name))
 
     def _skip(self, policy_idx: int, path: str, why: str) -> None:
         logging.warning("PBT workspace: skipping member %03d: %s: %s", policy_idx, path, why)
@@ -509,6 +514,8 @@ class Workspace:
             "changes": changes,
         }
         for key, value in extra.items():
+            if key in record:
+                raise ValueError(f"append_lineage: extra field {key!r} would replace a field")
             finite = not isinstance(value, float) or math.isfinite(value)
             record[key] = value if finite else None
         os.makedirs(self._root, exist_ok=True)

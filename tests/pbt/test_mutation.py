@@ -214,6 +214,8 @@ def test_bad_configs_and_calls_are_rejected():
         Mutation("Adam.lr", "perturb", values=(1, 2))
     with pytest.raises(ValueError, match=r"'Adam\.lr' is given twice"):
         mutations_from_config([{"name": "Adam.lr", "kind": "perturb"}] * 2)
+    with pytest.raises(ValueError, match=r"'Adam\.lr' is listed under 'Adam\.eps'"):
+        mutations_from_config({"Adam.eps": Mutation("Adam.lr", "perturb")})
     with pytest.raises(ValueError, match="must be a mapping or a list"):
         mutations_from_config("Adam.lr")
     specs = [Mutation("Adam.lr", "perturb")]

@@ -94,6 +94,9 @@ def test_last_k_checkpoints_are_kept_and_history_finds_the_newest_entry_not_ahea
     # an entry whose checkpoint was pruned is skipped with one warning
     assert ws.newest_entry(1, max_env_steps=250) is None
     assert len(_warnings(caplog)) == 1 and "ckpt-200.pt: missing" in _warnings(caplog)[0]
+    # temporary files a killed writer left are removed by the member's next publish
+    stale = os.path.join(ws.pbt_dir(1), ".tmp-abc123")
+    open(stale, "wb").close()
     # republishing older steps never prunes the checkpoint just written
     _publish(ws, 1, 150, 1.0)
     assert ws.checkpoint_steps(1) == [150, 400, 500]
@@ -302,6 +305,8 @@ def test_lineage_round_trip_and_malformed_lines(tmp_path, caplog):
     assert "line 5 skipped: not a JSON object" in warnings[3]
     with pytest.raises(ValueError, match="kind must be one of"):
         ws.append_lineage(3, 1, "explore")
+    with pytest.raises(ValueError, match="extra field 'changes' would replace a field"):
+        ws.append_lineage(3, 1, "continue", changes={})
 
 
 def _append_many(root: str, worker: int, count: int) -> None:
