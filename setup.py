@@ -28,6 +28,7 @@ setup(
         "test": ["pytest>=7", "pytest-timeout>=2.1", "psutil>=5.9", "ruff>=0.5"],
         "video": ["imageio>=2.30", "imageio-ffmpeg>=0.4"],
         "benchmarks": ["stable-baselines3>=2.3"],
+        "pbt": ["pyyaml>=6.0"],  # YAML mutation files (alf.pbt.mutation.load_mutations)
         "dev": ["py-spy>=0.3.14"],  # a sampling profiler: py-spy record -- alf-train ...
     },
     entry_points={
