@@ -44,6 +44,7 @@ class SignalCatcher:
 
     def __enter__(self):
         if in_main_thread():
+            step_guard.watch()  # wakes the main thread when a signal lands on another one
             for sig in (signal.SIGTERM, signal.SIGINT):
                 if signal.getsignal(sig) is signal.SIG_IGN:
                     continue  # ignored on purpose (nohup, a background job): leave it so

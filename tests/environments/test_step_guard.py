@@ -106,6 +106,30 @@ def test_a_stop_signal_abandons_a_hung_step_after_the_grace_period(spin):
         env.close()
 
 
+def test_a_signal_taken_by_another_thread_still_wakes_a_main_thread_blocked_in_a_step():
+    """The kernel may hand a process signal to any thread (torch and tensorboard run
+    several): the sleeping main thread must still hear of it and stop within the grace."""
+    env = _in_process_env(1)  # sleeps in its 3rd step
+    try:
+        with SignalCatcher(grace=0.5) as catcher:
+
+            def signal_this_thread():
+                time.sleep(0.5)
+                signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+
+            thread = threading.Thread(target=signal_this_thread)
+            thread.start()
+            try:
+                error, waited = _step_until_it_raises(env, StepInterrupted)
+            finally:
+                thread.join()
+            assert catcher.caught == "SIGTERM"
+            assert 0.9 <= waited < 10, waited
+            assert "grace period ended" in str(error)
+    finally:
+        env.close()
+
+
 def test_steps_on_another_thread_are_left_alone():
     env = _in_process_env(1, at=10**9, step_timeout=0.2)  # arming would fail off the main thread
     result = {}
