@@ -185,9 +185,7 @@ def make_plan(workspace: str) -> Plan:
             if done and os.path.isdir(launcher.member_dir(workspace, idx)):
                 entry.update(status=launcher.FINISHED, exit_code=0)
         entries.append(entry)
-    return Plan(
-        workspace, conf, num_policies, max_parallel, conf_params, member_params, entries
-    )
+    return Plan(workspace, conf, num_policies, max_parallel, conf_params, member_params, entries)
 
 
 def _previous_record(workspace: str, num_policies: int) -> dict[int, dict]:

@@ -220,7 +220,9 @@ class SlurmBackend:
     def start(self, policy_idx: int, command: list[str], env: dict, log_path: str) -> _SlurmJob:
         """Submit ``command`` as a job named after the member."""
         with open(log_path, "ab") as log_file:
-            log_file.write(f"# {now()} alf.bin.pbt_launch (slurm): {shlex.join(command)}\n".encode())
+            log_file.write(
+                f"# {now()} alf.bin.pbt_launch (slurm): {shlex.join(command)}\n".encode()
+            )
         self._executor.update_parameters(name=f"alf-pbt-{policy_idx:03d}")
         function = self._submitit.helpers.CommandFunction(command, env=env)
         return _SlurmJob(self._executor.submit(function))

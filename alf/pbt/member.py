@@ -95,6 +95,7 @@ class PBTMember:
         self._workspace = Workspace(config.workspace, keep_checkpoints=config.keep_checkpoints)
         self._seed = config.seed if config.seed is not None else int(trainer.random_seed)
         self._started = False
+        self._start_steps = int(resume_state["env_steps"]) if resume_state else 0
         self.last_check_seconds = None
         state = (resume_state or {}).get("pbt")
         if state is not None:
@@ -183,7 +184,7 @@ class PBTMember:
             env_steps,
             self.last_check_seconds,
         )
-        if not self._config.stop_after_check:
+        if not self._config.stop_after_check or self._training_done():
             return False
         path = os.path.join(self._workspace.pbt_dir(self._idx), YIELDED_FILE)
         atomic_write(path, json.dumps({"env_steps": env_steps}).encode())
@@ -193,7 +194,7 @@ class PBTMember:
     def _start(self) -> None:
         self._started = True
         os.makedirs(self._workspace.pbt_dir(self._idx), exist_ok=True)
-        self._summarize(self._trainer.env_steps, None)
+        self._summarize(self._start_steps, None)
         self._write_record()
 
     def _check(self, env_steps: int, boundary: int) -> None:
@@ -306,6 +307,16 @@ class PBTMember:
         return base, ""
 
     # -- helpers ----------------------------------------------------------------
+
+    def _training_done(self) -> bool:
+        """The trainer stops now anyway (``num_iterations`` / ``num_env_steps`` reached)."""
+        cfg = self._algorithm.config
+        if cfg is None:
+            return False
+        trainer = self._trainer
+        if cfg.num_iterations > 0 and trainer.iteration >= cfg.num_iterations:
+            return True
+        return cfg.num_env_steps > 0 and trainer.env_steps >= cfg.num_env_steps
 
     def _rng(self, env_steps: int, purpose: str) -> random.Random:
         return random.Random(f"alf.pbt:{self._seed}:{self._idx}:{env_steps}:{purpose}")
