@@ -245,12 +245,13 @@ def _attribute_place(name: str, obj, attr: str) -> _Place:
             setattr(obj, attr, ConstantScheduler(_as_number_like(value(), new)))
 
         return _Place(where, lambda: getattr(obj, attr)(), set_schedule)
-    if callable(value):
+    if callable(value) and not isinstance(value, _NOT_SCANNED):
         raise _error(name, f"{where} is a schedule ({value!r}); PBT mutates constant values")
     if value is None:
         raise _error(name, f"{where} is None: give it a value in the conf to mutate it")
     if not _scalar(value):
-        raise _error(name, f"{where} holds {value!r} ({type(value).__name__}), not a scalar")
+        kind = type(value).__name__
+        raise _error(name, f"{where} holds {value!r} ({kind}), not a number or a string")
 
     def set_value(new):
         setattr(obj, attr, _as_number_like(getattr(obj, attr), new))
