@@ -26,8 +26,9 @@ their hyperparameters). The conf sets ``PBTConfig`` (``mutation`` at least; see
 * ``--stop_timeout S``: after SIGTERM / Ctrl-C (forwarded to the members, which
   checkpoint and exit), the seconds to wait before killing them (default 120).
 
-Seeds: when the conf configures ``TrainerConfig.random_seed S``, member ``K`` trains with
-``S + K`` (unless a ``--conf_param`` sets the seed); otherwise each draws its own.
+Seeds: when the conf or a ``--conf_param`` sets ``TrainerConfig.random_seed S``, member
+``K`` trains with ``S + K`` (a population of clones would learn nothing from each other),
+unless a ``--member_conf_param`` sets its seed; otherwise each member draws its own.
 
 ``DIR`` holds the workspace (``alf.pbt.workspace``: ``lineage.jsonl`` and each member's
 ``NNN/pbt``, ``NNN/best``), each member's root_dir ``NNN``, ``logs/NNN.log`` (its output)
@@ -161,7 +162,7 @@ def make_plan(workspace: str) -> Plan:
         raise SetupError(f"--max_restarts must be >= 0, got {FLAGS.max_restarts}")
     max_parallel = min(max_parallel, num_policies)
     conf_params = list(FLAGS.conf_param)
-    user_names = _param_names(conf_params, "--conf_param")
+    _param_names(conf_params, "--conf_param")
     member_params = _member_params(num_policies)
     seed = _check_conf(conf, conf_params, workspace, conf)
     for idx, params in sorted(member_params.items()):
@@ -170,10 +171,10 @@ def make_plan(workspace: str) -> Plan:
     in_turns = max_parallel < num_policies
     entries = []
     for idx in range(num_policies):
-        params = member_params.get(idx, []) + conf_params
-        names = set(user_names) | {n.split("=", 1)[0].strip() for n in params}
-        if seed is not None and _SEED not in names:
-            params = params + [f"{_SEED}={seed + idx}"]
+        params = list(member_params.get(idx, []))
+        if seed is not None and _SEED not in _param_names(params, "--member_conf_param"):
+            params.append(f"{_SEED}={seed + idx}")  # before the --conf_param values: it wins
+        params += conf_params
         command = launcher.member_command(
             conf, workspace, idx, num_policies, params, in_turns, FLAGS.store_snapshot
         )
