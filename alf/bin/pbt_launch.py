@@ -181,7 +181,7 @@ def make_plan(workspace: str) -> Plan:
         entry = {"policy_idx": idx, "command": command, "status": launcher.PENDING}
         old = previous.get(idx)
         if old is not None:
-            entry.update({k: old[k] for k in ("attempts", "restarts") if k in old})
+            entry["attempts"] = old.get("attempts", 0)  # the restart budget is per launch
             done = old.get("status") == launcher.FINISHED and old.get("exit_code") == 0
             if done and os.path.isdir(launcher.member_dir(workspace, idx)):
                 entry.update(status=launcher.FINISHED, exit_code=0)
@@ -330,6 +330,9 @@ def main(argv) -> int:
     except SetupError as e:
         _error(str(e))
         return 2
+    except KeyboardInterrupt:
+        print(f"{PROGRAM}: stopped by SIGINT during start-up; nothing was written")
+        return 0
     return _run(plan)
 
 

@@ -33,6 +33,7 @@ import dataclasses
 import datetime
 import json
 import logging
+import math
 import os
 import shlex
 import signal
@@ -167,6 +168,7 @@ class ProcessBackend:
     """Local subprocesses (see the module doc)."""
 
     name = "processes"
+    poll_seconds = _POLL_SECONDS
 
     def __init__(self, num_gpus: int = 0):
         self._num_gpus = num_gpus
@@ -209,6 +211,7 @@ class SlurmBackend:
     ``WORKSPACE/slurm``."""
 
     name = "slurm"
+    poll_seconds = 15.0  # each poll asks Slurm
 
     def __init__(self, workspace: str, parameters: dict):
         import submitit  # checked by alf.bin.pbt_launch before
@@ -293,7 +296,7 @@ class Launcher:
         """Run the members until all finished or failed, or a stop signal; return whether a
         signal stopped them."""
         with _StopSignals() as signals:
-            forwarded, deadline = 0, None
+            forwarded, deadline, polled = 0, None, -math.inf
             while self._queue or self._running:
                 if signals.count > forwarded:
                     forwarded = signals.count
@@ -301,7 +304,9 @@ class Launcher:
                     deadline = deadline or time.monotonic() + self._stop_timeout
                 while not forwarded and self._queue and len(self._running) < self._max_parallel:
                     self._start(self._queue.popleft())
-                self._reap()
+                if forwarded or time.monotonic() - polled >= self._backend.poll_seconds:
+                    polled = time.monotonic()
+                    self._reap()
                 if forwarded and not self._running:
                     break
                 if deadline is not None and time.monotonic() > deadline:
