@@ -13,7 +13,8 @@ it then waits at the back of the queue and resumes from its checkpoint on its ne
 A member that exits with another non-zero status (a crash, a SIGKILL) is started again at
 once, and resumes from its newest checkpoint, at most ``max_restarts`` times; status 2
 (bad input, found before anything was written) is not retried. A member that exits 0
-without ``pbt/yielded`` has finished.
+has finished when it left ``pbt/finished`` (its training ended), else it was stopped by
+a signal from elsewhere (``interrupted``, not restarted).
 
 SIGTERM / SIGINT stop launching and forward SIGTERM to the running members (each finishes
 its iteration, writes a checkpoint and exits); a second signal forwards it again; members
@@ -43,7 +44,7 @@ import time
 from collections.abc import Callable
 
 from alf.pbt.files import atomic_write
-from alf.pbt.member import YIELDED_FILE
+from alf.pbt.member import FINISHED_FILE, YIELDED_FILE
 from alf.pbt.workspace import PBT_DIR
 from alf.utils.grid_search.runner import StopSignals, _child_setup, _prctl
 
@@ -65,9 +66,10 @@ def member_dir(workspace: str, policy_idx: int) -> str:
     return os.path.join(workspace, f"{policy_idx:03d}")
 
 
-def yielded_path(workspace: str, policy_idx: int) -> str:
-    """The file a member leaves when it stops after a check (``PBTConfig.stop_after_check``)."""
-    return os.path.join(member_dir(workspace, policy_idx), PBT_DIR, YIELDED_FILE)
+def marker_path(workspace: str, policy_idx: int, name: str) -> str:
+    """``WORKSPACE/NNN/pbt/<name>``: ``yielded`` (left when a member stops after a check,
+    ``PBTConfig.stop_after_check``) or ``finished`` (left when its training ends)."""
+    return os.path.join(member_dir(workspace, policy_idx), PBT_DIR, name)
 
 
 def member_command(
@@ -320,7 +322,7 @@ class Launcher:
     def _start(self, entry: dict) -> None:
         idx = entry["policy_idx"]
         with contextlib.suppress(FileNotFoundError):
-            os.remove(yielded_path(self._workspace, idx))
+            os.remove(marker_path(self._workspace, idx, YIELDED_FILE))
         log_dir = os.path.join(self._workspace, LOG_DIR)
         os.makedirs(log_dir, exist_ok=True)
         log_path = os.path.join(log_dir, f"{idx:03d}.log")
@@ -347,14 +349,17 @@ class Launcher:
         entry = running.entry
         idx = entry["policy_idx"]
         entry.update(exit_code=code, end_time=now())
-        yielded = os.path.exists(yielded_path(self._workspace, idx))
+        yielded = os.path.exists(marker_path(self._workspace, idx, YIELDED_FILE))
+        finished = os.path.exists(marker_path(self._workspace, idx, FINISHED_FILE))
         if running.stopped or running.killed:
             entry["status"] = INTERRUPTED
+        elif code == 0 and finished:
+            entry["status"] = FINISHED
         elif code == 0 and yielded:
             entry["status"] = WAITING
             self._queue.append(entry)
-        elif code == 0:
-            entry["status"] = FINISHED
+        elif code == 0:  # stopped by a signal from elsewhere: not restarted
+            entry["status"] = INTERRUPTED
         elif code == SETUP_ERROR_STATUS:
             entry["status"] = FAILED
         elif entry.get("restarts", 0) < self._max_restarts:

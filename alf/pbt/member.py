@@ -59,6 +59,8 @@ from alf.utils.checkpoint_utils import CheckpointError, check_compatible
 HYPERPARAMETERS_FILE = run_record.PBT_HYPERPARAMETERS
 #: left in the member's workspace folder when it stops after a check (``stop_after_check``)
 YIELDED_FILE = "yielded"
+#: left in the member's workspace folder when its training ends
+FINISHED_FILE = "finished"
 
 _STATE_VERSION = 1
 
@@ -100,9 +102,11 @@ class PBTMember:
         state = (resume_state or {}).get("pbt")
         if state is not None:
             self._load_state(state)
+            self._check_values("the checkpoint's PBT state")
             self._apply(self._values)
         else:
             kind = self._fresh_state(resume_state)
+            self._check_values("PBTConfig.mutation")
             self._apply(self._values)
             iteration = int(resume_state["iteration"]) if resume_state else 0
             self._history = [self._history_record(kind, self._changed_at, iteration, None)]
@@ -124,6 +128,15 @@ class PBTMember:
         self._last_boundary = env_steps // self._config.interval_steps
         self._changed_at = env_steps
         return kind
+
+    def _check_values(self, where: str) -> None:
+        """Each value can mutate as its spec says (else a ``ValueError`` now, not at the
+        first decision): a number for ``perturb``, not 0, a discount in (0, 1), ..."""
+        for spec in self._specs:
+            try:
+                mut._check_value(spec, self._values[spec.name])
+            except ValueError as e:
+                raise ValueError(f"{where}: {e}") from None
 
     def _load_state(self, state: dict) -> None:
         if not isinstance(state, dict) or state.get("version") != _STATE_VERSION:
@@ -164,32 +177,41 @@ class PBTMember:
     def after_iteration(self) -> bool:
         """Run a PBT check if the env steps reached the next interval boundary.
 
+        When training ends with this iteration, leave ``pbt/finished`` in the member's
+        workspace folder (the launcher tells a finished member from a stopped one so).
+
         Returns:
             whether the trainer should stop now (``PBTConfig.stop_after_check``, after a
-            check): the member has left ``pbt/yielded`` in its workspace folder.
+            check, before the end of training): the member has left ``pbt/yielded``.
         """
         if not self._started:
             self._start()
         env_steps = self._trainer.env_steps
         boundary = env_steps // self._config.interval_steps
-        if boundary <= self._last_boundary:
+        checked = boundary > self._last_boundary
+        if checked:
+            self._last_boundary = boundary
+            start = time.perf_counter()
+            self._check(env_steps, boundary)
+            self.last_check_seconds = time.perf_counter() - start
+            logging.info(
+                "PBT member %d: check at %d env steps took %.3fs",
+                self._idx,
+                env_steps,
+                self.last_check_seconds,
+            )
+        if self._training_done():
+            self._write_marker(FINISHED_FILE, env_steps)
             return False
-        self._last_boundary = boundary
-        start = time.perf_counter()
-        self._check(env_steps, boundary)
-        self.last_check_seconds = time.perf_counter() - start
-        logging.info(
-            "PBT member %d: check at %d env steps took %.3fs",
-            self._idx,
-            env_steps,
-            self.last_check_seconds,
-        )
-        if not self._config.stop_after_check or self._training_done():
+        if not (checked and self._config.stop_after_check):
             return False
-        path = os.path.join(self._workspace.pbt_dir(self._idx), YIELDED_FILE)
-        atomic_write(path, json.dumps({"env_steps": env_steps}).encode())
+        self._write_marker(YIELDED_FILE, env_steps)
         logging.info("PBT member %d: stopping after the check (stop_after_check)", self._idx)
         return True
+
+    def _write_marker(self, name: str, env_steps: int) -> None:
+        path = os.path.join(self._workspace.pbt_dir(self._idx), name)
+        atomic_write(path, json.dumps({"env_steps": env_steps}).encode())
 
     def _start(self) -> None:
         self._started = True

@@ -114,21 +114,27 @@ def test_a_killed_member_is_restarted_and_continues_from_its_checkpoint(tmp_path
 
 
 def test_members_run_in_turns_on_one_slot(tmp_path):
+    """Member 0 trains to 512 env steps in two turns; member 1 ends at its first check."""
     workspace = str(tmp_path / "ws")
     proc = launch(
         workspace, "--num_policies", 2, "--max_parallel", 1,
         "--conf_param", "PBTConfig.interval_steps=256",
+        "--member_conf_param", "1:TrainerConfig.num_iterations=8",
     )  # fmt: skip
     code, _, stderr = finish(proc)
     assert code == 0, stderr[-3000:]
     members = record(workspace)["members"]
-    assert [(m["status"], m["attempts"]) for m in members] == [("finished", 2)] * 2
+    assert [(m["status"], m["attempts"]) for m in members] == [("finished", 2), ("finished", 1)]
     assert all("PBTConfig.stop_after_check=True" in m["command"] for m in members)
     order = [(r["member"], r["env_steps"]) for r in Workspace(workspace).read_lineage()]
-    assert order == [(0, 256), (1, 256), (0, 512), (1, 512)]
-    assert not any(
-        os.path.exists(os.path.join(workspace, f"00{i}", "pbt", "yielded")) for i in (0, 1)
-    )
+    assert order == [(0, 256), (1, 256), (0, 512)]
+    with open(os.path.join(workspace, "logs", "000.log")) as f:
+        assert "Resumed from iteration 8 (256 env steps)" in f.read()
+    for idx, steps in ((0, 512), (1, 256)):
+        markers = os.path.join(workspace, f"{idx:03d}", "pbt")
+        assert not os.path.exists(os.path.join(markers, "yielded"))
+        with open(os.path.join(markers, "finished")) as f:
+            assert json.load(f) == {"env_steps": steps}
 
 
 def test_a_stop_signal_reaches_the_members_which_checkpoint_and_exit(tmp_path):
@@ -137,8 +143,12 @@ def test_a_stop_signal_reaches_the_members_which_checkpoint_and_exit(tmp_path):
         workspace, "--num_policies", 2,
         "--conf_param", "TrainerConfig.num_iterations=100000",
     )  # fmt: skip
-    for idx in (0, 1):
+    pids = [
         wait_for(lambda i=idx: running_with_checkpoint(workspace, i, 4), what=f"member {idx}")
+        for idx in (0, 1)
+    ]
+    os.kill(pids[0], signal.SIGTERM)  # from elsewhere: member 0 stops and is not restarted
+    wait_for(lambda: record(workspace)["members"][0]["status"] == "interrupted", what="stop")
     started = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     code, _, stderr = finish(proc)
@@ -146,7 +156,9 @@ def test_a_stop_signal_reaches_the_members_which_checkpoint_and_exit(tmp_path):
     assert code == 0, stderr[-3000:]
     assert "alf.bin.pbt_launch: SIGTERM: stopping" in stderr
     members = record(workspace)["members"]
-    assert [(m["status"], m["exit_code"]) for m in members] == [("interrupted", 0)] * 2
+    assert [(m["status"], m["exit_code"], m["attempts"]) for m in members] == [
+        ("interrupted", 0, 1)
+    ] * 2
     for idx in (0, 1):
         with open(os.path.join(workspace, "logs", f"{idx:03d}.log")) as f:
             assert "Received SIGTERM: saving a checkpoint and stopping" in f.read()

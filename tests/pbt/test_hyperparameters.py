@@ -13,7 +13,7 @@ import pytest
 import alf
 from alf.pbt import hyperparameters as hp
 from alf.utils.schedulers import ConstantScheduler
-from tests.pbt.conftest import REPO, TINY_CONF, make_trainer
+from tests.pbt.conftest import REPO, TINY_CONF, make_trainer, member_params
 
 
 @pytest.fixture
@@ -132,3 +132,28 @@ def test_an_attribute_that_does_not_hold_the_configured_value_is_refused(algorit
     algorithm._loss.helper = _Scaled()
     with pytest.raises(hp.UnsupportedHyperparameter, match="holds 0.5, not the configured 0.25"):
         hp.resolve("_Scaled.rate", algorithm)
+
+
+@pytest.mark.parametrize(
+    "param, message",
+    [
+        (
+            "PPOLoss.entropy_regularization=0.0",
+            "PBTConfig.mutation: value of 'PPOLoss.entropy_regularization' is 0: a "
+            "perturbation (a factor) cannot change it",
+        ),
+        (
+            "PBTConfig.initial_values={'Adam.lr': 'fast'}",
+            "PBTConfig.mutation: value of 'Adam.lr' must be a finite number, got 'fast'",
+        ),
+        (
+            "PBTConfig.initial_values={'Adam.eps': 1e-3}",
+            "PBTConfig.initial_values: 'Adam.eps' is not in PBTConfig.mutation",
+        ),
+    ],
+)
+def test_a_value_its_mutation_cannot_change_is_refused_at_start_up(tmp_path, param, message):
+    with pytest.raises(ValueError) as error:
+        make_trainer(tmp_path / "run", param, *member_params(tmp_path / "ws", 0))
+    assert str(error.value).startswith(message)
+    assert not (tmp_path / "ws").exists() and not (tmp_path / "run").exists()
