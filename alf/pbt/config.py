@@ -19,6 +19,8 @@ from alf.pbt import rule
 TRUE_OBJECTIVE = "AverageEnvInfo/true_objective"
 #: the objective otherwise
 AVERAGE_RETURN = "AverageReturn"
+#: the names of ``alf.metrics.EpisodeMetrics.results()`` besides ``AverageEnvInfo/<field>``
+EPISODE_METRICS = ("AverageReturn", "AverageEpisodeLength", "NumberOfEpisodes", "EnvironmentSteps")
 
 
 @alf.configurable
@@ -30,13 +32,16 @@ class PBTConfig:
         workspace: the folder the population shares (``alf.pbt.workspace``); None (the
             default): PBT is off.
         policy_idx: this member's index, in ``[0, num_policies)``.
-        num_policies: the size of the population.
+        num_policies: the size of the population (``policy_idx`` must be below it; a
+            decision compares the members present in the workspace).
         interval_steps: env steps between two PBT checks; a check happens at the end of
             the first iteration that reaches a multiple of ``interval_steps``, so members
             of one conf check at the same env steps.
-        start_after: env steps after a start, a restart, or a change of this member's
-            weights or hyperparameters before it decides again (it still publishes at
-            each check): its objective needs time to reflect the change.
+        start_after: env steps after this member's start, or after a change of its
+            weights or hyperparameters, before it decides again (it still publishes at
+            each check): its objective needs time to reflect the change. (DexPBT restarts
+            a member's process for such a change; a resume from a checkpoint restores the
+            episode metrics, so it does not count as one.)
         initial_delay: env steps from the start of the experiment before any decision.
         replace_fraction_worst: the worst fraction of the population that may be replaced.
         replace_fraction_best: the best fraction a replaced member copies from.
@@ -124,10 +129,15 @@ class PBTConfig:
         rate = self.mutation_rate
         if not mut._is_real(rate) or not 0.0 <= rate <= 1.0:
             raise ValueError(f"PBTConfig.mutation_rate must be in [0, 1], got {rate!r}")
-        for name in ("objective",):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, str) or not value):
-                raise ValueError(f"PBTConfig.{name} must be a metric name, got {value!r}")
+        objective = self.objective
+        if objective is not None and (
+            not isinstance(objective, str)
+            or (objective not in EPISODE_METRICS and not objective.startswith("AverageEnvInfo/"))
+        ):
+            raise ValueError(
+                f"PBTConfig.objective must be one of {', '.join(EPISODE_METRICS)} or "
+                f"'AverageEnvInfo/<field>', got {objective!r}"
+            )
         if self.seed is not None and not _is_int(self.seed):
             raise ValueError(f"PBTConfig.seed must be an int or None, got {self.seed!r}")
         for name in ("mutate_initial", "stop_after_check"):

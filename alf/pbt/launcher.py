@@ -2,8 +2,8 @@
 
 Each member is one ``python -m alf.bin.train`` command (``member_command``), started by a
 backend: ``ProcessBackend`` (local subprocesses, each in its own session, output appended
-to ``WORKSPACE/logs/NNN.log``; with GPUs, ``CUDA_VISIBLE_DEVICES`` is member index modulo
-the device count) or ``SlurmBackend`` (one submitit job per run; needs ``submitit``).
+to ``WORKSPACE/logs/NNN.log``; with GPUs, each member sees one, round-robin over the
+devices visible to the launcher) or ``SlurmBackend`` (one submitit job per run; needs ``submitit``).
 
 At most ``max_parallel`` members run at once. When that is fewer than the population,
 the members run in turns: each is started with ``PBTConfig.stop_after_check=True``, so it
@@ -166,6 +166,18 @@ class _Process:
             self.proc.kill()
 
 
+def device_env(env: dict, policy_idx: int, num_gpus: int) -> dict:
+    """``env`` with ``CUDA_VISIBLE_DEVICES`` the one device of member ``policy_idx``, round-robin
+    over the devices ``env`` makes visible (all ``num_gpus`` when it names none); unchanged
+    without GPUs."""
+    env = dict(env)
+    if num_gpus > 0:
+        visible = env.get("CUDA_VISIBLE_DEVICES")
+        devices = visible.split(",") if visible else [str(i) for i in range(num_gpus)]
+        env["CUDA_VISIBLE_DEVICES"] = devices[policy_idx % len(devices)].strip()
+    return env
+
+
 class ProcessBackend:
     """Local subprocesses (see the module doc)."""
 
@@ -178,10 +190,7 @@ class ProcessBackend:
 
     def start(self, policy_idx: int, command: list[str], env: dict, log_path: str) -> _Process:
         """Start ``command``; with GPUs, on device ``policy_idx % num_gpus``."""
-        env = dict(env)
-        if self._num_gpus > 0:
-            env["CUDA_VISIBLE_DEVICES"] = str(policy_idx % self._num_gpus)
-        return _Process(command, env, log_path, self._prctl)
+        return _Process(command, device_env(env, policy_idx, self._num_gpus), log_path, self._prctl)
 
 
 class _SlurmJob:

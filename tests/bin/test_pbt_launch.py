@@ -187,3 +187,13 @@ def test_refused_input_is_one_line_and_writes_nothing(tmp_path):
         assert code == 2
         assert message in one_error_line(stderr, "pbt_launch")
     assert not workspace.exists()
+
+
+def test_members_are_spread_over_the_visible_gpus():
+    from alf.pbt.launcher import device_env
+
+    assert [device_env({}, k, 2)["CUDA_VISIBLE_DEVICES"] for k in range(5)] == list("01010")
+    visible = {"CUDA_VISIBLE_DEVICES": "3, 5,7", "X": "1"}
+    assert [device_env(visible, k, 3)["CUDA_VISIBLE_DEVICES"] for k in range(4)] == list("3573")
+    assert device_env(visible, 1, 3)["X"] == "1" and visible["CUDA_VISIBLE_DEVICES"] == "3, 5,7"
+    assert device_env({"X": "1"}, 4, 0) == {"X": "1"}

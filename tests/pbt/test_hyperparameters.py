@@ -157,3 +157,24 @@ def test_a_value_its_mutation_cannot_change_is_refused_at_start_up(tmp_path, par
         make_trainer(tmp_path / "run", param, *member_params(tmp_path / "ws", 0))
     assert str(error.value).startswith(message)
     assert not (tmp_path / "ws").exists() and not (tmp_path / "run").exists()
+
+
+def test_pbt_config_names_the_bad_field():
+    from alf.pbt.config import PBTConfig
+
+    ok = {"workspace": "/tmp/ws", "mutation": {"Adam.lr": "perturb"}}
+    cases = [
+        ({"objective": "AverageRetrun"}, "PBTConfig.objective must be one of AverageReturn,"),
+        ({"policy_idx": 2, "num_policies": 2}, "PBTConfig.policy_idx must be < num_policies"),
+        ({"interval_steps": 0}, "PBTConfig.interval_steps must be an int >= 1, got 0"),
+        ({"replace_fraction_best": 0.0}, "PBTConfig.replace_fraction_best must be in (0.0, 1.0]"),
+        ({"change_min": 0.5}, "PBTConfig.change_min must be >= 1, got 0.5"),
+        ({"mutation": {}}, "PBTConfig.mutation must name at least one hyperparameter"),
+        ({"mutation": "/no/such.yaml"}, "PBTConfig.mutation: mutation file /no/such.yaml cannot"),
+    ]
+    assert PBTConfig(**ok, objective="AverageEnvInfo/true_objective").enabled
+    for change, message in cases:
+        with pytest.raises(ValueError) as error:
+            PBTConfig(**{**ok, **change})
+        assert str(error.value).startswith(message), str(error.value)
+    assert not PBTConfig(interval_steps=0).enabled  # off: nothing is checked
