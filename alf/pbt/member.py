@@ -26,8 +26,9 @@ the next multiple of ``PBTConfig.interval_steps``. At such a check the member
    steps) and to ``root_dir/pbt/hyperparameters.json``: the values in force and their
    history, which ``alf_config.py``'s header then quotes.
 
-The member keeps its own env steps, iteration, episode metrics and replay buffer: an
-exploit replaces only the algorithm's state. Its PBT state (values in force, last check,
+A check whose workspace files cannot be written (a full disk, a lost mount) is skipped
+with one error line; training goes on. The member keeps its own env steps, iteration,
+episode metrics and replay buffer: an exploit replaces only the algorithm's state. Its PBT state (values in force, last check,
 last change, history) is saved in the trainer's checkpoints, so a resumed member goes on
 with the values it had. Every random draw of a check comes from a generator seeded by
 (``PBTConfig.seed`` or the run's seed, ``policy_idx``, env steps): the same seeds and the
@@ -192,7 +193,15 @@ class PBTMember:
         if checked:
             self._last_boundary = boundary
             start = time.perf_counter()
-            self._check(env_steps, boundary)
+            try:
+                self._check(env_steps, boundary)
+            except OSError as e:  # WorkspaceWriteError too: the run goes on without PBT now
+                logging.error(
+                    "PBT member %d: the check at %d env steps failed and is skipped: %s",
+                    self._idx,
+                    env_steps,
+                    e,
+                )
             self.last_check_seconds = time.perf_counter() - start
             logging.info(
                 "PBT member %d: check at %d env steps took %.3fs",

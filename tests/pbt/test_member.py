@@ -19,7 +19,7 @@ import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from alf.pbt.member import HYPERPARAMETERS_FILE
-from alf.pbt.workspace import Workspace
+from alf.pbt.workspace import Workspace, WorkspaceWriteError
 from tests.pbt.conftest import REPO, make_member, make_trainer, tensors
 
 PEER_VALUES = {"Adam.lr": 5e-4, "PPOLoss.entropy_regularization": 0.02}
@@ -219,3 +219,22 @@ def test_the_bad_member_of_a_short_cartpole_population_is_exploited(tmp_path):
     assert exploit["source_objective"] > 2 * exploit["objective"]
     assert exploit["changes"]["Adam.lr"][0] == 1e-7
     assert exploit["changes"]["Adam.lr"][1] > 1e-4
+
+
+def test_a_workspace_that_cannot_be_written_skips_the_check_with_a_log_line(
+    tmp_path, monkeypatch, caplog
+):
+    def full_disk(self, *args, **kwargs):
+        raise WorkspaceWriteError(f"cannot write {self.root}/000/pbt/ckpt-128.pt: No space")
+
+    monkeypatch.setattr(Workspace, "publish", full_disk)
+    trainer = make_member(tmp_path, 0, "TrainerConfig.num_iterations=8")
+    with caplog.at_level(logging.ERROR):
+        trainer.train()
+    assert trainer.env_steps == 256 and trainer.iteration == 8
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert errors == [
+        f"PBT member 0: the check at {s} env steps failed and is skipped: cannot write "
+        f"{tmp_path}/000/pbt/ckpt-128.pt: No space"
+        for s in (128, 256)
+    ]
