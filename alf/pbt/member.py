@@ -28,11 +28,11 @@ the next multiple of ``PBTConfig.interval_steps``. At such a check the member
 
 A check whose workspace files cannot be written (a full disk, a lost mount) is skipped
 with one error line; training goes on. The member keeps its own env steps, iteration,
-episode metrics and replay buffer: an exploit replaces only the algorithm's state. Its PBT state (values in force, last check,
-last change, history) is saved in the trainer's checkpoints, so a resumed member goes on
-with the values it had. Every random draw of a check comes from a generator seeded by
-(``PBTConfig.seed`` or the run's seed, ``policy_idx``, env steps): the same seeds and the
-same schedule give the same lineage.
+episode metrics and replay buffer: an exploit replaces only the algorithm's state. Its PBT
+state (values in force, last check, last change, history) is saved in the trainer's
+checkpoints, so a resumed member goes on with the values it had. Every random draw of a
+check comes from a generator seeded by (``PBTConfig.seed`` or the run's seed,
+``policy_idx``, env steps): the same seeds and the same schedule give the same lineage.
 """
 
 from __future__ import annotations
