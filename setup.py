@@ -29,6 +29,7 @@ setup(
         "video": ["imageio>=2.30", "imageio-ffmpeg>=0.4"],
         "benchmarks": ["stable-baselines3>=2.3"],
         "pbt": ["pyyaml>=6.0"],  # YAML mutation files (alf.pbt.mutation.load_mutations)
+        "slurm": ["submitit>=1.5"],  # alf.bin.pbt_launch --backend slurm
         "dev": ["py-spy>=0.3.14"],  # a sampling profiler: py-spy record -- alf-train ...
     },
     entry_points={

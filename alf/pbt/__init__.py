@@ -17,5 +17,18 @@ through a shared folder:
     the file primitives under it: atomic writes, one-line JSON appends, checkpoint
     bytes that ``torch.load(weights_only=True)`` reads.
 
-Nothing here imports the trainer; importing ``alf.pbt`` itself loads no module.
+Wired into alf:
+
+``alf.pbt.config``
+    ``PBTConfig``, the configurable of a member (off unless ``workspace`` is set).
+``alf.pbt.hyperparameters``
+    where a mutable ``Name.arg`` lives in a built algorithm, and changing it there.
+``alf.pbt.member``
+    ``PBTMember``: the hook ``PolicyTrainer`` calls after each iteration.
+``alf.pbt.launcher`` and ``alf.pbt.status``
+    running the members as processes or Slurm jobs, and the population table, for
+    ``alf.bin.pbt_launch``.
+
+The core modules above do not import the trainer; importing ``alf.pbt`` itself loads
+no module.
 """

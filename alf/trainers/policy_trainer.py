@@ -47,6 +47,7 @@ from alf.algorithms.data_transformer import create_data_transformer
 from alf.environments.process_protocol import EnvironmentProcessError
 from alf.environments.step_guard import EnvironmentStepTimeout, StepInterrupted
 from alf.environments.utils import create_environment
+from alf.pbt.member import create_member as create_pbt_member
 from alf.trainers.evaluator import EvaluationInterrupted, Evaluator
 from alf.trainers.progress import ProgressBar
 from alf.trainers.signals import SignalCatcher
@@ -131,6 +132,8 @@ class PolicyTrainer:
         self._resume_state = self._load_resume_state()
         self._evaluator = self._create_evaluator()
         self._init_from_checkpoint = self._maybe_init_from()
+        # population-based training (alf.pbt.member): None unless PBTConfig.workspace is set
+        self._pbt = create_pbt_member(self, self._root_dir, self._resume_state)
 
     @property
     def algorithm(self):
@@ -235,6 +238,8 @@ class PolicyTrainer:
         }
         if with_replay_buffer:
             state.update(self._replay_buffer_state())
+        if self._pbt is not None:
+            state["pbt"] = self._pbt.state_dict()
         return state
 
     def _replay_buffer_state(self) -> dict:
@@ -393,6 +398,8 @@ class PolicyTrainer:
             if record:
                 self._summarize_train(steps / max(iter_time, 1e-9), iter_time)
             self._maybe_evaluate()
+            if self._pbt is not None and self._pbt.after_iteration():
+                break  # PBTConfig.stop_after_check: the checkpoint is written below
             self._maybe_checkpoint()
             rate = (self._env_steps - start_steps) / max(time.time() - start_time, 1e-9)
             progress_bar.update(

@@ -9,6 +9,9 @@
     copies of every conf file the run loaded, plus ``run.json``, the
     machine-readable record (below). ``play``, a resumed ``train`` without
     ``--conf`` and ``train --from_record`` rebuild the experiment from these.
+``root_dir/pbt/hyperparameters.json``
+    a PBT member's hyperparameter values in force and their history
+    (``alf.pbt.member``); ``alf_config.py``'s header then quotes its ``note``.
 ``root_dir/alf/``
     a snapshot of the ``alf`` package source (for ``play --use_alf_snapshot``).
 
@@ -58,6 +61,8 @@ RUN_JSON = "run.json"
 OPERATIVE_CONF = "alf_config.py"
 SNAPSHOT_DIR = "alf"
 RECORD_FORMAT = 2
+#: a PBT member's record of its changing hyperparameters (``alf.pbt.member``)
+PBT_HYPERPARAMETERS = os.path.join("pbt", "hyperparameters.json")
 
 
 def _atomic_write_text(path: str, text: str) -> None:
@@ -255,8 +260,20 @@ def write_operative_config(root_dir: str) -> None:
     """
     record = _read_json_or_none(os.path.join(root_dir, CONFIG_DIR, RUN_JSON))
     header = record_comment(record) if record else ""
+    header += _pbt_comment(root_dir)
     path = os.path.join(root_dir, OPERATIVE_CONF)
     _atomic_write_text(path, header + config_util.operative_config_str())
+
+
+def _pbt_comment(root_dir: str) -> str:
+    """The ``note`` lines of a PBT member's ``pbt/hyperparameters.json`` as comments (a PBT
+    member changes its hyperparameters while it trains: ``alf.pbt.member``); empty if none."""
+    record = _read_json_or_none(os.path.join(root_dir, PBT_HYPERPARAMETERS))
+    note = record.get("note") if record else None
+    if not isinstance(note, list):
+        return ""
+    lines = [f"# {str(line)}".replace("\n", " ") for line in note]
+    return "\n".join(lines) + "\n\n"
 
 
 def record_comment(record: dict) -> str:

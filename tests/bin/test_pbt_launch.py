@@ -1,0 +1,199 @@
+"""``python -m alf.bin.pbt_launch`` on the tiny PBT conf (a check every 128 env steps), as a
+user runs it: a population of 3 where one member is SIGKILLed and restarted from its
+checkpoint, then ``--status``; two members in turns on one slot; a stop signal forwarded
+to the members; refused input."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import time
+
+from alf.pbt.workspace import Workspace
+from tests.bin.test_train_play import REPO, finish, one_error_line, run, start
+
+TINY_PBT_CONF = os.path.join(REPO, "tests", "confs", "tiny_pbt_conf.py")
+LAUNCH = "alf.bin.pbt_launch"
+
+
+def launch(workspace, *args):
+    return start(
+        LAUNCH, "--conf", TINY_PBT_CONF, "--workspace", workspace, "--nostore_snapshot", *args
+    )
+
+
+def record(workspace) -> dict:
+    with open(os.path.join(workspace, "pbt_launch.json")) as f:
+        return json.load(f)
+
+
+def wait_for(condition, timeout=90.0, what="a condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def running_with_checkpoint(workspace, idx, min_step):
+    """The pid of member ``idx`` once it runs and has a trainer checkpoint >= ``min_step``."""
+    try:
+        entry = record(workspace)["members"][idx]
+    except (OSError, ValueError):
+        return None
+    ckpt_dir = os.path.join(workspace, f"{idx:03d}", "train", "algorithm")
+    steps = (
+        [
+            int(m.group(1))
+            for m in map(re.compile(r"^ckpt-(\d+)\.pt$").match, os.listdir(ckpt_dir))
+            if m
+        ]
+        if os.path.isdir(ckpt_dir)
+        else []
+    )
+    if entry.get("status") == "running" and steps and max(steps) >= min_step:
+        return entry["pid"]
+    return None
+
+
+def test_a_killed_member_is_restarted_and_continues_from_its_checkpoint(tmp_path):
+    workspace = str(tmp_path / "ws")
+    proc = launch(
+        workspace,
+        "--num_policies", 3,
+        "--member_conf_param", "1:TrainerConfig.num_iterations=64",
+        "--member_conf_param", "1:TrainerConfig.checkpoint_interval=8",
+    )  # fmt: skip
+    pid = wait_for(lambda: running_with_checkpoint(workspace, 1, 16), what="member 1")
+    os.kill(pid, signal.SIGKILL)
+    code, stdout, stderr = finish(proc)
+    assert code == 0, stderr[-3000:]
+    members = record(workspace)["members"]
+    assert [m["status"] for m in members] == ["finished"] * 3
+    assert [(m["attempts"], m.get("restarts", 0)) for m in members] == [(1, 0), (2, 1), (1, 0)]
+    assert [m["exit_code"] for m in members] == [0, 0, 0]
+    assert "Member 001 exited with status -9: restarting it from its checkpoint (1 of 3)" in stderr
+    with open(os.path.join(workspace, "logs", "001.log")) as f:
+        log = f.read()
+    assert log.count("alf.bin.pbt_launch: ") == 2  # one header a start
+    resumed = re.search(r"Resumed from iteration (\d+) \((\d+) env steps\)", log)
+    assert (
+        resumed
+        and int(resumed.group(1)) >= 16
+        and int(resumed.group(2)) == 32 * int(resumed.group(1))
+    )
+    ws = Workspace(workspace)
+    assert [ws.newest_entry(i, verify=False).env_steps for i in range(3)] == [512, 2048, 512]
+    steps = sorted({r["env_steps"] for r in ws.read_lineage() if r["member"] == 1})
+    assert steps == list(range(128, 2049, 128))  # every check, before and after the kill
+    assert stdout.splitlines()[0].split() == [
+        "member", "status", "restarts", "env_steps", "objective", "best", "lineage",
+        "hyperparameters",
+    ]  # fmt: skip
+
+    code, status, stderr = run(LAUNCH, "--workspace", workspace, "--status")
+    assert code == 0, stderr
+    lines = status.splitlines()
+    assert len(lines) == 5 and lines[0] == stdout.splitlines()[0]
+    rows = [line.split() for line in lines[1:4]]
+    assert [row[:4] for row in rows] == [
+        ["000", "finished", "0", "512"],
+        ["001", "finished", "1", "2048"],
+        ["002", "finished", "0", "512"],
+    ]
+    for idx, row in enumerate(rows):
+        entry = ws.newest_entry(idx, verify=False)
+        assert float(row[4]) == float(f"{entry.objective:.4g}")
+        assert f"Adam.lr={entry.hyperparameters['Adam.lr']:.4g}," in row
+    objectives = [ws.newest_entry(i, verify=False).objective for i in range(3)]
+    assert lines[4].startswith(f"objective: best {max(objectives):.4g}, median ")
+
+
+def test_members_run_in_turns_on_one_slot(tmp_path):
+    """Member 0 trains to 512 env steps in two turns; member 1 ends at its first check."""
+    workspace = str(tmp_path / "ws")
+    proc = launch(
+        workspace, "--num_policies", 2, "--max_parallel", 1,
+        "--conf_param", "PBTConfig.interval_steps=256",
+        "--member_conf_param", "1:TrainerConfig.num_iterations=8",
+    )  # fmt: skip
+    code, _, stderr = finish(proc)
+    assert code == 0, stderr[-3000:]
+    members = record(workspace)["members"]
+    assert [(m["status"], m["attempts"]) for m in members] == [("finished", 2), ("finished", 1)]
+    assert all("PBTConfig.stop_after_check=True" in m["command"] for m in members)
+    order = [(r["member"], r["env_steps"]) for r in Workspace(workspace).read_lineage()]
+    assert order == [(0, 256), (1, 256), (0, 512)]
+    with open(os.path.join(workspace, "logs", "000.log")) as f:
+        assert "Resumed from iteration 8 (256 env steps)" in f.read()
+    for idx, steps in ((0, 512), (1, 256)):
+        markers = os.path.join(workspace, f"{idx:03d}", "pbt")
+        assert not os.path.exists(os.path.join(markers, "yielded"))
+        with open(os.path.join(markers, "finished")) as f:
+            assert json.load(f) == {"env_steps": steps}
+
+
+def test_a_stop_signal_reaches_the_members_which_checkpoint_and_exit(tmp_path):
+    workspace = str(tmp_path / "ws")
+    proc = launch(
+        workspace, "--num_policies", 2,
+        "--conf_param", "TrainerConfig.num_iterations=100000",
+    )  # fmt: skip
+    pids = [
+        wait_for(lambda i=idx: running_with_checkpoint(workspace, i, 4), what=f"member {idx}")
+        for idx in (0, 1)
+    ]
+    os.kill(pids[0], signal.SIGTERM)  # from elsewhere: member 0 stops and is not restarted
+    wait_for(lambda: record(workspace)["members"][0]["status"] == "interrupted", what="stop")
+    started = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    code, _, stderr = finish(proc)
+    assert time.monotonic() - started < 30
+    assert code == 0, stderr[-3000:]
+    assert "alf.bin.pbt_launch: SIGTERM: stopping" in stderr
+    members = record(workspace)["members"]
+    assert [(m["status"], m["exit_code"], m["attempts"]) for m in members] == [
+        ("interrupted", 0, 1)
+    ] * 2
+    for idx in (0, 1):
+        with open(os.path.join(workspace, "logs", f"{idx:03d}.log")) as f:
+            assert "Received SIGTERM: saving a checkpoint and stopping" in f.read()
+
+
+def test_refused_input_is_one_line_and_writes_nothing(tmp_path):
+    workspace = tmp_path / "ws"
+    cases = [
+        (["--num_policies", 2, "--backend", "slurm"], "--backend slurm needs submitit"),
+        (
+            ["--num_policies", 2, "--member_conf_param", "5:Adam.lr=1e-3"],
+            "--member_conf_param '5:Adam.lr=1e-3': member 5 is not in 0..1",
+        ),
+        (
+            ["--num_policies", 2, "--conf_param", "PBTConfig.policy_idx=1"],
+            "--conf_param 'PBTConfig.policy_idx=1': PBTConfig.policy_idx is set by",
+        ),
+        (
+            ["--num_policies", 2, "--conf_param", "PBTConfig.mutation={'Adam.lr': 'jump'}"],
+            "PBTConfig.mutation: Mutation 'Adam.lr': unknown kind 'jump'",
+        ),
+    ]
+    procs = [launch(workspace, *args) for args, _ in cases]
+    for proc, (_, message) in zip(procs, cases):
+        code, _, stderr = finish(proc)
+        assert code == 2
+        assert message in one_error_line(stderr, "pbt_launch")
+    assert not workspace.exists()
+
+
+def test_members_are_spread_over_the_visible_gpus():
+    from alf.pbt.launcher import device_env
+
+    assert [device_env({}, k, 2)["CUDA_VISIBLE_DEVICES"] for k in range(5)] == list("01010")
+    visible = {"CUDA_VISIBLE_DEVICES": "3, 5,7", "X": "1"}
+    assert [device_env(visible, k, 3)["CUDA_VISIBLE_DEVICES"] for k in range(4)] == list("3573")
+    assert device_env(visible, 1, 3)["X"] == "1" and visible["CUDA_VISIBLE_DEVICES"] == "3, 5,7"
+    assert device_env({"X": "1"}, 4, 0) == {"X": "1"}
