@@ -37,6 +37,7 @@ import logging
 import math
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -211,7 +212,10 @@ class _SlurmJob:
         return 0
 
     def terminate(self) -> None:
-        subprocess.run(["scancel", "--signal=TERM", str(self.job.job_id)], check=False)
+        if shutil.which("scancel"):
+            subprocess.run(["scancel", "--signal=TERM", str(self.job.job_id)], check=False)
+        else:  # submitit's local executor (no Slurm here): its cancel interrupts the job
+            self.job.cancel(check=False)
 
     def kill(self) -> None:
         self.job.cancel(check=False)
@@ -222,7 +226,6 @@ class SlurmBackend:
     ``WORKSPACE/slurm``."""
 
     name = "slurm"
-    poll_seconds = 15.0  # each poll asks Slurm
 
     def __init__(self, workspace: str, parameters: dict):
         import submitit  # checked by alf.bin.pbt_launch before
@@ -230,6 +233,8 @@ class SlurmBackend:
         self._submitit = submitit
         self._executor = submitit.AutoExecutor(folder=os.path.join(workspace, "slurm"))
         self._executor.update_parameters(**parameters)
+        # each poll asks Slurm; without Slurm, submitit runs the jobs here (its local executor)
+        self.poll_seconds = 15.0 if self._executor.cluster == "slurm" else 0.5
 
     def start(self, policy_idx: int, command: list[str], env: dict, log_path: str) -> _SlurmJob:
         """Submit ``command`` as a job named after the member."""

@@ -11,6 +11,8 @@ import re
 import signal
 import time
 
+import pytest
+
 from alf.pbt.workspace import Workspace
 from tests.bin.test_train_play import REPO, finish, one_error_line, run, start
 
@@ -197,3 +199,24 @@ def test_members_are_spread_over_the_visible_gpus():
     assert [device_env(visible, k, 3)["CUDA_VISIBLE_DEVICES"] for k in range(4)] == list("3573")
     assert device_env(visible, 1, 3)["X"] == "1" and visible["CUDA_VISIBLE_DEVICES"] == "3, 5,7"
     assert device_env({"X": "1"}, 4, 0) == {"X": "1"}
+
+
+def test_the_slurm_backend_runs_members_as_submitit_jobs(tmp_path):
+    """Without Slurm, submitit runs the jobs on this machine (its local executor): the same
+    submission, polling and result path as on a cluster, minus ``sbatch``."""
+    pytest.importorskip("submitit")
+    workspace = str(tmp_path / "ws")
+    code, stdout, stderr = finish(launch(workspace, "--num_policies", 2, "--backend", "slurm"))
+    assert code == 0, stderr[-3000:]
+    members = record(workspace)["members"]
+    assert [(m["status"], m["exit_code"]) for m in members] == [("finished", 0)] * 2
+    assert sorted(os.listdir(os.path.join(workspace, "slurm")))  # submitit's job files
+    ws = Workspace(workspace)
+    assert [ws.newest_entry(i, verify=False).env_steps for i in range(2)] == [512, 512]
+    for idx in range(2):  # a decision at every check of each member
+        steps = sorted(r["env_steps"] for r in ws.read_lineage() if r["member"] == idx)
+        assert steps == [128, 256, 384, 512]
+    assert [line.split()[:4] for line in stdout.splitlines()[1:3]] == [
+        ["000", "finished", "0", "512"],
+        ["001", "finished", "0", "512"],
+    ]
