@@ -20,6 +20,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from alf.pbt.member import HYPERPARAMETERS_FILE
 from alf.pbt.workspace import Workspace, WorkspaceWriteError
+from tests.bin.test_train_play import event_files
 from tests.pbt.conftest import REPO, make_member, make_trainer, tensors
 
 PEER_VALUES = {"Adam.lr": 5e-4, "PPOLoss.entropy_regularization": 0.02}
@@ -86,9 +87,13 @@ def test_an_exploit_copies_the_peer_weights_bit_identically_and_mutates(tmp_path
         ("exploit", 256, 1),
     ]
     # tensorboard: each value over env steps (at each start, then at every check)
-    acc = EventAccumulator(str(tmp_path / "000" / "train"), size_guidance={"scalars": 0})
-    acc.Reload()
-    lr = [(e.step, e.value) for e in acc.Scalars("pbt/Adam.lr")]
+    # (one event file per run, read in the order they were written: tensorboard orders the
+    # files of one directory by name, where the same second's runs sort by host and pid)
+    lr = []
+    for path in event_files(tmp_path / "000" / "train"):
+        acc = EventAccumulator(path, size_guidance={"scalars": 0})
+        acc.Reload()
+        lr += [(e.step, e.value) for e in acc.Scalars("pbt/Adam.lr")]
     assert [step for step, _ in lr] == [0, 128, 128, 256]
     expected = [1e-3, values["Adam.lr"], values["Adam.lr"], final["Adam.lr"]]
     assert [value for _, value in lr] == pytest.approx(expected)
