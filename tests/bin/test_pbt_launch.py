@@ -166,8 +166,14 @@ def test_a_stop_signal_reaches_the_members_which_checkpoint_and_exit(tmp_path):
             assert "Received SIGTERM: saving a checkpoint and stopping" in f.read()
 
 
-def test_refused_input_is_one_line_and_writes_nothing(tmp_path):
+def test_refused_input_is_one_line_and_writes_nothing(tmp_path, monkeypatch):
     workspace = tmp_path / "ws"
+    # submitit hidden, installed or not: the launcher must refuse --backend slurm without it
+    hidden = tmp_path / "no_submitit"
+    hidden.mkdir()
+    (hidden / "submitit.py").write_text('raise ImportError("hidden by the test")\n')
+    paths = [str(hidden), os.environ.get("PYTHONPATH", "")]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in paths if p))
     cases = [
         (["--num_policies", 2, "--backend", "slurm"], "--backend slurm needs submitit"),
         (
