@@ -48,6 +48,7 @@ ALF_CONFIGURABLES = {
         "NormalizedAction",
     ),
     "alf.environments.suite_gym": ("load", "wrap_env"),
+    "alf.environments.true_objective": ("TrueObjective",),
     "alf.environments.utils": ("create_environment",),
     "alf.initializers": ("orthogonal_init", "torch_default_init"),
     "alf.networks.actor_distribution_networks": ("ActorDistributionNetwork",),
