@@ -3,7 +3,9 @@ r"""Play a trained policy: ``python -m alf.bin.play --root_dir DIR``.
 The experiment is rebuilt from the run record in ``root_dir`` (the conf files and
 ``--conf_param`` values training used, see ``alf.utils.run_record``), the algorithm
 is built as training builds it, a checkpoint is loaded (the newest readable one;
-``--checkpoint_step N`` for ``ckpt-N.pt``; ``--best`` for ``ckpt-best.pt``), and
+``--checkpoint_step N`` for ``ckpt-N.pt``; ``--best`` for ``ckpt-best.pt``; ``--checkpoint
+FILE`` for any checkpoint file of the run, such as a PBT member's ``best/best-*.pt``, with
+``--root_dir`` then defaulting to the run above the file), and
 the deterministic policy (``predict_step``) plays ``--num_episodes`` episodes on
 one environment in this process. Each episode's return and length is printed on
 a line of its own, then their means.
@@ -49,6 +51,9 @@ def _define_flags() -> None:
     flags.DEFINE_bool("use_alf_snapshot", False, "Use the alf source stored in root_dir/alf.")
     flags.DEFINE_integer("checkpoint_step", None, "Play ckpt-<step>.pt (default: newest).")
     flags.DEFINE_bool("best", False, "Play ckpt-best.pt (the best evaluation).")
+    flags.DEFINE_string(
+        "checkpoint", None, "Play this checkpoint file (e.g. a PBT member's best/best-*.pt)."
+    )
     flags.DEFINE_integer("num_episodes", 10, "Number of episodes to play.")
     flags.DEFINE_string("record_file", None, "Write a video of the episodes (.mp4 or .gif).")
     flags.DEFINE_integer("fps", 30, "Frames per second of the video.")
@@ -117,19 +122,26 @@ def check_record_file(record_file: str) -> None:
         ) from e
 
 
-def load_checkpoint(root_dir: str, step: int | None = None, best: bool = False) -> dict:
-    """The checkpoint of ``root_dir`` (newest readable, ``ckpt-<step>.pt`` or the best).
+def load_checkpoint(
+    root_dir: str, step: int | None = None, best: bool = False, path: str | None = None
+) -> dict:
+    """The checkpoint of ``root_dir`` (newest readable, ``ckpt-<step>.pt`` or the best), or
+    the checkpoint file ``path`` (loaded as safely: tensors and plain data only).
 
     Raises:
         SetupError: no such checkpoint, none readable, or one whose weights are not finite.
     """
-    from alf.utils.checkpoint_utils import BEST_NAME, Checkpointer, CheckpointError
+    from alf.utils.checkpoint_utils import BEST_NAME, Checkpointer, CheckpointError, safe_load
     from alf.utils.finite import first_non_finite
 
     checkpointer = Checkpointer(os.path.join(root_dir, "train", "algorithm"))
-    path, state = os.path.join(checkpointer.directory, BEST_NAME), None
+    state = None
+    if path is None:
+        path = os.path.join(checkpointer.directory, BEST_NAME)
     try:
-        if best:
+        if path != os.path.join(checkpointer.directory, BEST_NAME):
+            state = safe_load(path)
+        elif best:
             state = checkpointer.load_best()
         elif step is not None:
             path, state = checkpointer.path(step), checkpointer.load(step)
@@ -351,8 +363,30 @@ class VideoWriter:
 # -- main ----------------------------------------------------------------------------
 
 
+def run_dir_of(checkpoint: str) -> str | None:
+    """The nearest directory above the file ``checkpoint`` that holds a training run (a
+    PBT member's ``best/`` file lies in the member's root_dir)."""
+    directory = os.path.dirname(os.path.abspath(checkpoint))
+    while True:
+        if os.path.isfile(os.path.join(directory, "config_files", "run.json")):
+            return directory
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
+
+
 def _check_flags() -> str:
     """Validate the flags; return the absolute root_dir."""
+    if FLAGS.checkpoint is not None:
+        if not os.path.isfile(FLAGS.checkpoint):
+            raise SetupError(f"--checkpoint {FLAGS.checkpoint} is not a file")
+        if FLAGS.best or FLAGS.checkpoint_step is not None:
+            raise SetupError("give --checkpoint alone, not with --best or --checkpoint_step")
+    if not FLAGS.root_dir and FLAGS.checkpoint is not None:
+        FLAGS.root_dir = run_dir_of(FLAGS.checkpoint)
+        if FLAGS.root_dir is None:
+            raise SetupError(f"no training run (config_files/run.json) above {FLAGS.checkpoint}")
     if not FLAGS.root_dir:
         raise SetupError("--root_dir is required")
     root_dir = os.path.abspath(os.path.expanduser(FLAGS.root_dir))
@@ -373,7 +407,8 @@ def _check_flags() -> str:
 
 def _setup(root_dir: str):
     """Load the checkpoint, build the env and algorithm, restore the algorithm."""
-    state = load_checkpoint(root_dir, FLAGS.checkpoint_step, FLAGS.best)
+    checkpoint = None if FLAGS.checkpoint is None else os.path.abspath(FLAGS.checkpoint)
+    state = load_checkpoint(root_dir, FLAGS.checkpoint_step, FLAGS.best, checkpoint)
     try:
         env, algorithm = build_experiment(
             root_dir,

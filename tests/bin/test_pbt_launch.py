@@ -6,6 +6,7 @@ to the members; refused input."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import signal
@@ -113,6 +114,15 @@ def test_a_killed_member_is_restarted_and_continues_from_its_checkpoint(tmp_path
         assert f"Adam.lr={entry.hyperparameters['Adam.lr']:.4g}," in row
     objectives = [ws.newest_entry(i, verify=False).objective for i in range(3)]
     assert lines[4].startswith(f"objective: best {max(objectives):.4g}, median ")
+
+    # each member's best checkpoint plays (its run is the member's root_dir above the file)
+    best = ws.best(1)
+    published = [e.objective for e in ws.history(1) if math.isfinite(e.objective)]
+    assert best.path.endswith("-p001.pt") and best.objective == max(published)
+    code, played, stderr = run("alf.bin.play", "--checkpoint", best.path, "--num_episodes", 2)
+    assert code == 0, stderr
+    assert len(re.findall(r"^Episode \d+: return ", played, re.M)) == 2
+    assert f"of {os.path.join(workspace, '001')} " in stderr  # "Playing iteration N of DIR"
 
 
 def test_members_run_in_turns_on_one_slot(tmp_path):

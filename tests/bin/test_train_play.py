@@ -470,6 +470,17 @@ def test_play_bad_input(trained_run, tmp_path):
     shutil.copytree(trained_run, no_snapshot, ignore=shutil.ignore_patterns("alf"))
     no_ckpt = tmp_path / "no_ckpt"
     shutil.copytree(trained_run, no_ckpt, ignore=shutil.ignore_patterns("train"))
+    ckpt = os.path.join(
+        trained_run,
+        "train",
+        "algorithm",
+        f"ckpt-{max(ckpt_steps(os.path.join(trained_run, 'train', 'algorithm')))}.pt",
+    )
+    stray = tmp_path / "stray.pt"
+    shutil.copy(ckpt, stray)
+    garbage = no_snapshot / "garbage.pt"  # in a copy of the run: the shared one stays as is
+    with open(garbage, "wb") as f:
+        f.write(b"not a checkpoint")
     cases = [
         (["--root_dir", tmp_path / "missing"], "does not exist"),
         (["--root_dir", tmp_path], "no training run"),
@@ -477,6 +488,10 @@ def test_play_bad_input(trained_run, tmp_path):
         (["--root_dir", no_ckpt], "has no checkpoint"),
         (["--root_dir", trained_run, "--checkpoint_step", 3], "ckpt-3.pt does not exist"),
         (["--root_dir", trained_run, "--record_file", tmp_path / "x.avi"], ".mp4"),
+        (["--checkpoint", tmp_path / "none.pt"], "none.pt is not a file"),
+        (["--checkpoint", ckpt, "--best"], "give --checkpoint alone"),
+        (["--checkpoint", stray], "no training run (config_files/run.json) above"),
+        (["--checkpoint", garbage], "garbage.pt cannot be loaded safely"),
     ]
     procs = [(start("alf.bin.play", *args), expected) for args, expected in cases]
     for proc, expected in procs:
