@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sys
 import traceback
 
@@ -30,6 +31,47 @@ def report_error(program: str, error: BaseException, verbose: bool = False) -> N
     if verbose:
         traceback.print_exception(error, file=sys.stderr)
     print(f"{program}: error: {one_line(error)}", file=sys.stderr)
+
+
+def lock_directory(path: str, what: str = "root_dir", holder: str | None = None):
+    """Create the directory ``path`` if needed and take its lock (``alf.utils.run_lock``):
+    one process at a time per directory.
+
+    Args:
+        path: the directory.
+        what: names it in messages (``root_dir``, ``workspace``).
+        holder: what would hold it (``"launcher"``: "DIR is in use by another launcher:
+            ..."); None: the lock's own message.
+
+    Returns:
+        the acquired ``RootDirLock`` (a context manager that releases it).
+
+    Raises:
+        SetupError: the directory is locked by another process, or cannot be used.
+    """
+    from alf.utils.run_lock import RootDirInUse, RootDirLock
+
+    try:
+        os.makedirs(path, exist_ok=True)
+        lock = RootDirLock(path)
+        lock.acquire()
+    except RootDirInUse as e:
+        message = str(e) if holder is None else f"{path} is in use by another {holder}: {e}"
+        raise SetupError(one_line(message)) from e
+    except OSError as e:
+        raise SetupError(f"cannot use {what} {path}: {e.strerror or one_line(e)}") from e
+    return lock
+
+
+def child_env() -> dict:
+    """This process's environment for a child ``python -m alf.bin.train``: the same, with
+    this alf first on ``PYTHONPATH``."""
+    import alf
+
+    env = dict(os.environ)
+    alf_parent = os.path.dirname(os.path.dirname(os.path.abspath(alf.__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [alf_parent, env.get("PYTHONPATH")]))
+    return env
 
 
 class _Collector(logging.Handler):

@@ -46,7 +46,7 @@ import sys
 
 from absl import app, flags
 
-from alf.bin import SetupError, deferred_logs, one_line
+from alf.bin import SetupError, child_env, deferred_logs, lock_directory, one_line
 from alf.utils.grid_search import record as rec
 from alf.utils.grid_search import spec as grid_spec
 
@@ -193,31 +193,15 @@ def _new_record(plan: Plan) -> dict:
     }
 
 
-def _child_env() -> dict:
-    """The environment of the runs: this one, with this alf first on ``PYTHONPATH``."""
-    import alf
-
-    env = dict(os.environ)
-    alf_parent = os.path.dirname(os.path.dirname(os.path.abspath(alf.__file__)))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [alf_parent, env.get("PYTHONPATH")]))
-    return env
-
-
 def _run(plan: Plan) -> int:
     from alf.utils.grid_search import summary
     from alf.utils.grid_search.runner import Runner
-    from alf.utils.run_lock import RootDirInUse, RootDirLock
 
     root_dir = plan.root_dir
     try:
-        os.makedirs(root_dir, exist_ok=True)
-        lock = RootDirLock(root_dir)
-        lock.acquire()
-    except RootDirInUse as e:
-        _error(f"{root_dir} is in use by another process: {one_line(e)}")
-        return 2
-    except OSError as e:
-        _error(f"cannot use root_dir {root_dir}: {e.strerror or one_line(e)}")
+        lock = lock_directory(root_dir, "root_dir", "process")
+    except SetupError as e:
+        _error(str(e))
         return 2
     with lock:
         record = _new_record(plan)
@@ -238,7 +222,7 @@ def _run(plan: Plan) -> int:
             plan.max_workers,
             FLAGS.stop_timeout,
             save=lambda: rec.write_record(root_dir, record),
-            env=_child_env(),
+            env=child_env(),
         )
         runner.run()
         summary.add_objectives(record, root_dir)

@@ -46,7 +46,7 @@ import sys
 
 from absl import app, flags
 
-from alf.bin import SetupError, deferred_logs, one_line
+from alf.bin import SetupError, child_env, deferred_logs, lock_directory, one_line
 
 flags.DEFINE_string("conf", None, "Conf file (.py or .gin) of every member.")
 flags.DEFINE_string("workspace", None, "The population's folder.")
@@ -235,30 +235,14 @@ def _check_backend() -> None:
         ) from None
 
 
-def _child_env() -> dict:
-    """This environment, with this alf first on ``PYTHONPATH``."""
-    import alf
-
-    env = dict(os.environ)
-    alf_parent = os.path.dirname(os.path.dirname(os.path.abspath(alf.__file__)))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [alf_parent, env.get("PYTHONPATH")]))
-    return env
-
-
 def _run(plan: Plan) -> int:
     from alf.pbt import launcher, status
-    from alf.utils.run_lock import RootDirInUse, RootDirLock
 
     workspace = plan.workspace
     try:
-        os.makedirs(workspace, exist_ok=True)
-        lock = RootDirLock(workspace)
-        lock.acquire()
-    except RootDirInUse as e:
-        _error(f"{workspace} is in use by another launcher: {one_line(e)}")
-        return 2
-    except OSError as e:
-        _error(f"cannot use workspace {workspace}: {e.strerror or one_line(e)}")
+        lock = lock_directory(workspace, "workspace", "launcher")
+    except SetupError as e:
+        _error(str(e))
         return 2
     with lock:
         record = {
@@ -287,7 +271,7 @@ def _run(plan: Plan) -> int:
             FLAGS.max_restarts,
             FLAGS.stop_timeout,
             save=lambda: launcher.write_record(workspace, record),
-            env=_child_env(),
+            env=child_env(),
         )
         runner.run()
         text = status.status_text(workspace, record)

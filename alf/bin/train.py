@@ -53,7 +53,7 @@ import tempfile
 
 from absl import app, flags
 
-from alf.bin import SetupError, deferred_logs, one_line, report_error
+from alf.bin import SetupError, deferred_logs, lock_directory, one_line, report_error
 
 flags.DEFINE_string("conf", None, "Conf file (.py or .gin).")
 flags.DEFINE_string("root_dir", None, "Directory for summaries, checkpoints and records.")
@@ -241,7 +241,7 @@ def _train(root_dir: str, scratch_dir: str) -> int:
     try:
         with SignalCatcher(interrupt=True), deferred_logs():
             trainer, args = build_trainer(root_dir, scratch_dir)
-            lock = _lock_root_dir(root_dir)
+            lock = lock_directory(root_dir)
     except (SetupError, StopRequested) as e:
         if trainer is not None:
             trainer.close()
@@ -299,21 +299,6 @@ def _run(trainer, catcher) -> int:
         report_error("alf.bin.train", e, FLAGS.verbose)
         return 1
     return 0
-
-
-def _lock_root_dir(root_dir: str):
-    """Create ``root_dir`` if needed and take its lock (one trainer per root_dir)."""
-    from alf.utils.run_lock import RootDirInUse, RootDirLock
-
-    try:
-        os.makedirs(root_dir, exist_ok=True)
-        lock = RootDirLock(root_dir)
-        lock.acquire()
-    except RootDirInUse as e:
-        raise SetupError(str(e)) from e
-    except OSError as e:
-        raise SetupError(f"cannot use root_dir {root_dir}: {e.strerror or one_line(e)}") from e
-    return lock
 
 
 def run() -> None:
