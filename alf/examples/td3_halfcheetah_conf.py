@@ -19,7 +19,7 @@ target_policy_noise 0.2, target_noise_clip 0.5, no gradient clipping, Adam eps
 - Noise stds are in units of the action half-range; HalfCheetah's actions are in
   [-1, 1], so the numbers are the zoo's.
 
-Deviations: the issue suggested 256x256 networks, the zoo uses 400x300 (kept
+Deviations: 256x256 networks are common for TD3, the zoo uses 400x300 (kept
 here); weights use alf's initializers (SB3: torch's default Linear init);
 evaluation is 5 deterministic episodes every 10,000 steps.
 """
