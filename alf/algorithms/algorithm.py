@@ -21,6 +21,7 @@ import alf.summary
 from alf.data_structures import LossInfo
 from alf.optimizers import OptimizerSpec
 from alf.tensor_specs import zeros_from_spec
+from alf.utils import distributed
 from alf.utils.finite import NonFiniteError
 from alf.utils.math_ops import masked_mean
 
@@ -186,6 +187,13 @@ class Algorithm(nn.Module):
         for _, optimizer, _ in optimizers:
             optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        checked = loss.detach().double()
+        if distributed.is_active():  # several learner ranks: the same gradient on each
+            params = [p for _, _, group in optimizers for p in group]
+            count = _valid_count(loss_info.loss, valid_masks)
+            checked = torch.tensor(
+                distributed.average_gradients(params, count, loss), dtype=torch.float64
+            )
         grad_norms = {}
         summarize = alf.summary.should_record_summaries()
         for i, (spec, optimizer, params) in enumerate(optimizers):
@@ -196,7 +204,6 @@ class Algorithm(nn.Module):
         self.last_grad_norms = grad_norms
         # One host sync: a float64 sum of the loss and the norms is finite exactly when all
         # of them are (float32 values cannot overflow it).
-        checked = loss.detach().double()
         for norm in grad_norms.values():
             checked = checked + norm
         if math.isfinite(float(checked)):
@@ -254,6 +261,15 @@ class Algorithm(nn.Module):
             if key in opt_states:
                 optimizer.load_state_dict(opt_states[key])
         return result
+
+
+def _valid_count(loss, valid_masks) -> float:
+    """The number of entries ``masked_mean`` averages ``loss`` over (1 for a scalar)."""
+    if not isinstance(loss, torch.Tensor) or loss.ndim == 0:
+        return 1.0
+    if valid_masks is None:
+        return float(loss.numel())
+    return float(torch.broadcast_to(valid_masks, loss.shape).sum())
 
 
 def _unclaimed(params, claimed: set) -> list:

@@ -25,6 +25,7 @@ from alf.data_structures import Experience, LossInfo
 from alf.networks.actor_distribution_networks import ActorDistributionNetwork
 from alf.networks.value_networks import ValueNetwork
 from alf.tensor_specs import TensorSpec
+from alf.utils import distributed
 
 
 @alf.configurable
@@ -93,8 +94,11 @@ class PPOAlgorithm(ActorCriticAlgorithm):
     def update_from_experience(self, experience, valid_masks=None) -> LossInfo:
         loss_info = super().update_from_experience(experience, valid_masks)
         self._num_updates_this_iter += 1
-        if self._target_kl is not None and float(loss_info.extra.approx_kl) > 1.5 * self._target_kl:
-            self._stop_epochs = True
+        if self._target_kl is not None:
+            # every learner rank stops together, on the ranks' mean KL
+            (approx_kl,) = distributed.mean_across_ranks([float(loss_info.extra.approx_kl)])
+            if approx_kl > 1.5 * self._target_kl:
+                self._stop_epochs = True
         return loss_info
 
     def calc_loss(self, info) -> LossInfo:

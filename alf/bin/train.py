@@ -15,6 +15,11 @@ r"""Train a policy: ``python -m alf.bin.train --conf CONF --root_dir DIR``.
   fresh; the other run is only read. Ignored when ``root_dir`` has its own
   checkpoint (the run resumes). A parameter whose name or shape does not match is
   an error naming it.
+* ``--num_processes K``: K data-parallel learner processes on this machine (each steps
+  ``1/K`` of the envs; gradients averaged, normalizer statistics pooled; rank 0 writes
+  everything). ``torchrun --nproc_per_node K -m alf.bin.train ...`` does the same on one
+  or several machines. ``--dist_timeout S``: seconds a rank waits for the others before
+  the job fails (default 600). See ``alf.bin.launch_ranks`` and ``docs/scale_out.md``.
 * ``--from_record OLD_ROOT_DIR_OR_RUN_JSON``: re-run an experiment from its record
   (``config_files/run.json``, see ``alf.utils.run_record``) into a new
   ``--root_dir``: the recorded conf files, ``--conf_param`` and ``--gin_param``
@@ -44,6 +49,7 @@ the last completed iteration. ``--verbose`` prints the traceback above any error
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -53,7 +59,7 @@ import tempfile
 
 from absl import app, flags
 
-from alf.bin import SetupError, deferred_logs, lock_directory, one_line, report_error
+from alf.bin import SetupError, deferred_logs, launch_ranks, lock_directory, one_line, report_error
 
 flags.DEFINE_string("conf", None, "Conf file (.py or .gin).")
 flags.DEFINE_string("root_dir", None, "Directory for summaries, checkpoints and records.")
@@ -69,6 +75,12 @@ flags.DEFINE_string(
     "from_record", None, "Re-run the experiment recorded in this root_dir or run.json."
 )
 flags.DEFINE_bool("verbose", False, "On an error, print its traceback above the error line.")
+flags.DEFINE_integer(
+    "num_processes", 1, "Data-parallel learner processes on this machine (started by torchrun)."
+)
+flags.DEFINE_float(
+    "dist_timeout", None, "Seconds a learner rank waits for the others (ALF_DIST_TIMEOUT)."
+)
 
 FLAGS = flags.FLAGS
 
@@ -189,6 +201,8 @@ def build_trainer(root_dir: str, scratch_dir: str):
         raise
     except (ValueError, TypeError, FileNotFoundError, KeyError, ImportError) as e:
         raise SetupError(one_line(e)) from e
+    except launch_ranks.PEER_ERRORS as e:  # the other ranks did not join
+        raise SetupError(str(e)) from e
     return trainer, args
 
 
@@ -218,6 +232,7 @@ def _record_details(trainer, args: RunArgs) -> dict:
         },
     }
     details.update(args.record_details)
+    details.update(launch_ranks.record_details(trainer.random_seed))
     return details
 
 
@@ -226,12 +241,17 @@ def main(argv) -> int:
     if not FLAGS.root_dir:
         print("alf.bin.train: error: --root_dir is required", file=sys.stderr)
         return 2
+    if FLAGS.dist_timeout is not None:
+        os.environ["ALF_DIST_TIMEOUT"] = str(FLAGS.dist_timeout)
+    if FLAGS.num_processes != 1:
+        return launch_ranks.start(FLAGS.num_processes, sys.argv[1:])
     root_dir = os.path.abspath(os.path.expanduser(FLAGS.root_dir))
     scratch_dir = tempfile.mkdtemp(prefix="alf-train-")
     try:
         return _train(root_dir, scratch_dir)
     finally:
         shutil.rmtree(scratch_dir, ignore_errors=True)
+        launch_ranks.finish()
 
 
 def _train(root_dir: str, scratch_dir: str) -> int:
@@ -241,7 +261,7 @@ def _train(root_dir: str, scratch_dir: str) -> int:
     try:
         with SignalCatcher(interrupt=True), deferred_logs():
             trainer, args = build_trainer(root_dir, scratch_dir)
-            lock = lock_directory(root_dir)
+            lock = lock_directory(root_dir) if launch_ranks.is_main() else contextlib.nullcontext()
     except (SetupError, StopRequested) as e:
         if trainer is not None:
             trainer.close()
@@ -251,10 +271,11 @@ def _train(root_dir: str, scratch_dir: str) -> int:
         report_error("alf.bin.train", e, FLAGS.verbose)
         return 2
     with lock, SignalCatcher() as catcher:
-        _write_record(root_dir, trainer, args)
+        if launch_ranks.is_main():  # rank 0 alone writes the run's record
+            _write_record(root_dir, trainer, args)
         logging.info("Training in %s with conf %s", root_dir, args.conf)
         status = _run(trainer, catcher)
-        if status == 0:
+        if status == 0 and launch_ranks.is_main():
             from alf.utils import run_record
 
             run_record.write_operative_config(root_dir)
@@ -296,6 +317,9 @@ def _run(trainer, catcher) -> int:
         CheckpointWriteError,
     ) as e:
         logging.info("%s", e)  # a worker's traceback, when there is one, is in the log
+        report_error("alf.bin.train", e, FLAGS.verbose)
+        return 1
+    except launch_ranks.PEER_ERRORS as e:
         report_error("alf.bin.train", e, FLAGS.verbose)
         return 1
     return 0

@@ -48,11 +48,12 @@ from alf.environments.process_protocol import EnvironmentProcessError
 from alf.environments.step_guard import EnvironmentStepTimeout, StepInterrupted
 from alf.environments.utils import create_environment
 from alf.pbt.member import create_member as create_pbt_member
+from alf.trainers import data_parallel
 from alf.trainers.evaluator import EvaluationInterrupted, Evaluator
 from alf.trainers.progress import ProgressBar
 from alf.trainers.signals import SignalCatcher
 from alf.utils import device as device_utils
-from alf.utils import init_from, seeding, torch_utils
+from alf.utils import distributed, init_from, seeding, torch_utils
 from alf.utils.checkpoint_utils import Checkpointer, CheckpointError, check_compatible
 from alf.utils.schedulers import update_progress
 
@@ -101,10 +102,14 @@ class PolicyTrainer:
             raise ValueError("TrainerConfig.algorithm_ctor must be set")
         self._config = config
         self._root_dir = os.path.abspath(os.path.expanduser(config.root_dir))
-        self._seed = seeding.set_random_seed(config.random_seed)
-        config.random_seed = self._seed
-        torch_utils.configure_cpu_math(config.num_threads, config.flush_denormal)
         self._device = device_utils.set_device(config.device)
+        distributed.init_process_group_from_env(self._device)  # several learner ranks
+        self._seed = data_parallel.shared_seed(seeding.set_random_seed(config.random_seed))
+        config.random_seed = self._seed
+        self._rank_seed = data_parallel.rank_seed(self._seed, distributed.rank())
+        if distributed.is_active():
+            seeding.set_random_seed(self._rank_seed)
+        torch_utils.configure_cpu_math(config.num_threads, config.flush_denormal)
         self._env = self._eval_env = None
         self._writers = {}
         try:
@@ -122,8 +127,9 @@ class PolicyTrainer:
     def _build(self) -> None:
         """Environments, algorithm and optimizers, and the checkpoint to resume from."""
         config = self._config
-        self._env = create_environment(seed=self._seed)
-        self._eval_env = self._create_eval_env() if config.evaluate else None
+        self._env = self._create_env()
+        evaluate = config.evaluate and distributed.is_main()  # rank 0 evaluates
+        self._eval_env = self._create_eval_env() if evaluate else None
         self._algorithm = self._create_algorithm()
         self._check_optimizers()
         self._checkpointer = Checkpointer(
@@ -134,6 +140,11 @@ class PolicyTrainer:
         self._init_from_checkpoint = self._maybe_init_from()
         # population-based training (alf.pbt.member): None unless PBTConfig.workspace is set
         self._pbt = create_pbt_member(self, self._root_dir, self._resume_state)
+        if self._pbt is not None and distributed.is_active():
+            raise ValueError(
+                "PBTConfig.workspace is set: a population member trains in one process "
+                "(drop --num_processes)"
+            )
 
     @property
     def algorithm(self):
@@ -163,6 +174,20 @@ class PolicyTrainer:
         return self._env_steps
 
     # -- construction ----------------------------------------------------------
+
+    def _create_env(self):
+        """The training env; with K learner ranks, each has ``1/K`` of the envs and of the
+        minibatch (``alf.trainers.data_parallel``)."""
+        if not distributed.is_active():
+            return create_environment(seed=self._seed)
+        cfg = self._config
+        num_envs = data_parallel.per_rank(
+            data_parallel.configured_num_envs(), "create_environment.num_parallel_environments"
+        )
+        cfg.mini_batch_size = data_parallel.per_rank(
+            cfg.mini_batch_size, "TrainerConfig.mini_batch_size"
+        )
+        return create_environment(seed=self._rank_seed, num_parallel_environments=num_envs)
 
     def _create_eval_env(self):
         """ALF's eval-env rule: in the main process unless ``no_thread_env_for_conf``."""
@@ -257,24 +282,37 @@ class PolicyTrainer:
             )
         return {"replay_buffer": state}
 
-    def _save_checkpoint(self, restart: bool = True) -> None:
+    def _save_checkpoint(self, restart: bool = True, collective: bool = True) -> None:
         """Write the checkpoint of the current iteration, then (``restart``, and no stop
-        signal pending) reseed and restart the training envs."""
+        signal pending) reseed and restart the training envs.
+
+        With several learner ranks, all of them call it together (``collective``): their
+        RNG states are gathered, and after that barrier rank 0 alone writes. Without
+        ``collective`` (one rank failing alone) rank 0 writes its own state only.
+        """
         start = time.time()
-        path = self._checkpointer.save(self._iteration, self._checkpoint_state())
+        rng_per_rank = None
+        if collective and distributed.is_active():
+            rng_per_rank = data_parallel.gathered_rng_states()
+            distributed.barrier()
+        if distributed.is_main():
+            state = self._checkpoint_state()
+            if rng_per_rank is not None:
+                state["rng_per_rank"] = rng_per_rank
+            path = self._checkpointer.save(self._iteration, state)
+            logging.info("Checkpoint %s written in %.2fs", path, time.time() - start)
         self._saved_iteration = self._iteration
         if restart and not self._stop_requested():
             self._restart_environments()
-        logging.info("Checkpoint %s written in %.2fs", path, time.time() - start)
 
-    def _save_unless_saved(self) -> None:
+    def _save_unless_saved(self, collective: bool = True) -> None:
         """The checkpoint of the last completed iteration, unless it is written already."""
         if self._saved_iteration != self._iteration:
-            self._save_checkpoint(restart=False)
+            self._save_checkpoint(restart=False, collective=collective)
 
     def _restart_environments(self) -> None:
         """Reseed and restart the training envs (see 'Exact resume' in the module doc)."""
-        self._algorithm.restart_environment(seeding.derived_seed(self._seed, self._iteration))
+        self._algorithm.restart_environment(seeding.derived_seed(self._rank_seed, self._iteration))
 
     def _load_resume_state(self) -> dict | None:
         """The newest readable checkpoint of ``root_dir`` (None: a fresh run), checked at
@@ -310,7 +348,11 @@ class PolicyTrainer:
         self._saved_iteration = self._iteration
         self._env_steps = int(state["env_steps"])
         self._best_eval = float(state["best_eval"])
-        seeding.set_rng_state(state["rng"])
+        rng_state = data_parallel.own_rng_state(state)
+        if rng_state is not None:
+            seeding.set_rng_state(rng_state)
+        else:  # written by another number of ranks: a fresh stream for this rank
+            seeding.set_random_seed(seeding.derived_seed(self._rank_seed, self._iteration))
         self._last_progress = self._progress()
         self._restart_environments()
         logging.info("Resumed from iteration %d (%d env steps)", self._iteration, self._env_steps)
@@ -322,6 +364,7 @@ class PolicyTrainer:
             return
         logging.warning("Resuming with the run's random seed %d instead of %d", seed, self._seed)
         self._seed = seed
+        self._rank_seed = data_parallel.rank_seed(seed, distributed.rank())
         self._config.random_seed = seed
         self._evaluator = self._create_evaluator()
 
@@ -336,7 +379,9 @@ class PolicyTrainer:
         """
         try:
             self._open_writers()
-            if not self._restore():
+            restored = self._restore()
+            distributed.broadcast_state(self._algorithm)  # all ranks start from rank 0's
+            if not restored:
                 self._prenormalize()
             with contextlib.nullcontext(catcher) if catcher else SignalCatcher() as active:
                 self._catcher = active
@@ -350,12 +395,15 @@ class PolicyTrainer:
         if num_steps <= 0:
             return
         start = time.time()
-        self._env_steps += self._algorithm.prenormalize(num_steps)
+        (steps,) = distributed.sum_across_ranks([self._algorithm.prenormalize(num_steps)])
+        self._env_steps += int(steps)
         logging.info(
             "Prenormalization: %d env steps in %.1fs", self._env_steps, time.time() - start
         )
 
     def _open_writers(self) -> None:
+        if not distributed.is_main():  # rank 0 alone writes summaries
+            return
         cfg = self._config
         for name in ("train", "eval"):
             self._writers[name] = SummaryWriter(
@@ -380,16 +428,19 @@ class PolicyTrainer:
 
     def _train(self) -> None:
         cfg = self._config
-        progress_bar = ProgressBar(enabled=cfg.progress_bar and sys.stdout.isatty())
+        progress_bar = ProgressBar(
+            enabled=cfg.progress_bar and sys.stdout.isatty() and distributed.is_main()
+        )
         start_time = time.time()
         start_steps = self._env_steps
-        while not self._done() and self._catcher.caught is None:
+        self._stop_everywhere = False
+        while not self._done() and not self._stop_agreed():
             update_progress(self._iteration, self._env_steps, self._progress())
             record = self._iteration % cfg.summary_interval == 0
             alf.summary.set_global_counter(self._iteration)
             iter_start = time.time()
             with alf.summary.record_if(record), alf.summary.average_scalars():
-                steps = self._run_iteration()
+                steps = self._agree_on_steps(self._run_iteration())
             if steps is None:
                 break
             iter_time = time.time() - iter_start
@@ -406,9 +457,27 @@ class PolicyTrainer:
                 self._progress(), self._iteration, self._env_steps, rate, self._algorithm.metrics
             )
         progress_bar.close()
-        if self._catcher.caught is not None:
+        if self._stop_agreed():
             logging.warning("Received %s: saving a checkpoint and stopping", self._catcher.caught)
         self._save_unless_saved()
+
+    def _stop_agreed(self) -> bool:
+        """A stop signal arrived (with several learner ranks: at any rank, as agreed at the
+        end of the last iteration, so that all of them stop after the same one)."""
+        if distributed.is_active():
+            return self._stop_everywhere
+        return self._catcher.caught is not None
+
+    def _agree_on_steps(self, steps: int | None) -> int | None:
+        """The env steps of the iteration over all ranks (None when any rank abandoned it);
+        also agrees on a stop signal any rank received."""
+        if not distributed.is_active():
+            return steps
+        total, abandoned, stopping = distributed.sum_across_ranks(
+            [steps or 0, steps is None, self._catcher.caught is not None]
+        )
+        self._stop_everywhere = stopping > 0
+        return None if abandoned else int(total)
 
     def _run_iteration(self) -> int | None:
         """``train_iter()``'s env steps; None when a stop signal abandoned its unroll.
@@ -429,7 +498,7 @@ class PolicyTrainer:
             return None
         except (EnvironmentProcessError, EnvironmentStepTimeout):
             logging.error("An environment failed: saving iteration %d first", self._iteration)
-            self._save_unless_saved()
+            self._save_unless_saved(collective=False)  # the other ranks are not here
             raise
 
     def _maybe_checkpoint(self) -> None:
@@ -472,17 +541,21 @@ class PolicyTrainer:
     # -- summaries ---------------------------------------------------------------
 
     def _write_metrics(self, which: str, results: dict) -> None:
-        writer = self._writers[which]
+        writer = self._writers.get(which)
+        if writer is None:  # not rank 0
+            return
         for name, value in results.items():
             value = float(torch.as_tensor(value).float().mean())
             writer.add_scalar(f"Metrics/{name}", value, self._iteration)
             writer.add_scalar(f"Metrics_vs_EnvironmentSteps/{name}", value, self._env_steps)
 
     def _summarize_train(self, steps_per_sec: float, iter_time: float) -> None:
-        writer = self._writers["train"]
-        results = self._algorithm.metrics.results()
+        results = data_parallel.merged_results(self._algorithm.metrics.results())
         results["EnvironmentSteps"] = self._env_steps
         self._write_metrics("train", results)
+        writer = self._writers.get("train")
+        if writer is None:
+            return
         writer.add_scalar("time/train_iter", iter_time, self._iteration)
         writer.add_scalar("time/env_steps_per_sec", steps_per_sec, self._iteration)
 

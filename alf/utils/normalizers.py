@@ -16,7 +16,10 @@ average into an exponential moving average over roughly the last ``speed``
 samples once more than ``speed`` have been seen (ALF's "adaptive" averaging),
 so statistics can follow a drifting distribution.
 
-The statistics are registered buffers, so they are saved in checkpoints.
+The statistics are registered buffers, so they are saved in checkpoints. With several
+learner ranks (``alf.utils.distributed``) each update merges the union of all ranks'
+batches (``pooled_moments``), so every rank keeps the same statistics, those of the
+concatenated data.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import torch.nn as nn
 
 import alf
 import alf.nest as nest
+from alf.utils import distributed
 
 
 class RunningMeanVar(nn.Module):
@@ -53,10 +57,15 @@ class RunningMeanVar(nn.Module):
         if not self._shape:
             x = x.reshape(-1)
         m = x.shape[0]
+        if distributed.is_active():  # every rank merges the union of the ranks' batches
+            batch_mean = x.mean(0) if m else torch.zeros_like(self.mean)
+            batch_var = x.var(0, unbiased=False) if m else torch.zeros_like(self.var)
+            m, batch_mean, batch_var = distributed.pooled_moments(m, batch_mean, batch_var)
+        elif m:
+            batch_mean = x.mean(0)
+            batch_var = x.var(0, unbiased=False)
         if m == 0:
             return
-        batch_mean = x.mean(0)
-        batch_var = x.var(0, unbiased=False)
         weight = m / (float(self.count) + m)
         if self._speed is not None:
             weight = max(weight, min(1.0, m / self._speed))

@@ -1,0 +1,97 @@
+"""What ``PolicyTrainer`` does differently with several learner ranks (``alf.utils.distributed``).
+
+* **Seeds.** The run has one seed (``TrainerConfig.random_seed``, rank 0's when drawn);
+  rank ``r`` seeds its generators and environments with ``rank_seed(seed, r)`` (rank 0
+  with the seed itself, so one rank is the single-process run). The run record lists them.
+* **Global batch settings.** ``create_environment.num_parallel_environments`` and
+  ``TrainerConfig.mini_batch_size`` are the experiment's totals: each rank gets ``1/K`` of
+  them, and a total that does not divide by K is an error naming it.
+* **Metrics.** Episode counts and env steps are summed over the ranks, averages are
+  averaged over the ranks that finished episodes (``merged_results``).
+* **RNG states.** A checkpoint holds every rank's generator states, so each rank resumes
+  its own streams.
+"""
+
+from __future__ import annotations
+
+import math
+
+from alf.utils import distributed, seeding
+
+_RANK_SALT = 104729
+
+
+def rank_seed(seed: int, rank: int) -> int:
+    """The seed of rank ``rank`` (``seed`` itself for rank 0)."""
+    return seed if rank == 0 else seeding.derived_seed(seed, _RANK_SALT, rank)
+
+
+def shared_seed(seed: int | None) -> int | None:
+    """Rank 0's ``seed`` on every rank (a drawn seed must be the same for all of them)."""
+    if not distributed.is_active():
+        return seed
+    return distributed.all_gather_objects(seed)[0]
+
+
+def per_rank(total: int | None, name: str) -> int | None:
+    """``total / K`` for the global setting ``name``; an error when K does not divide it."""
+    k = distributed.world_size()
+    if total is None or k == 1:
+        return total
+    if total % k:
+        raise ValueError(
+            f"{name}={total} is the total over the {k} learner processes and must divide by {k}"
+        )
+    return total // k
+
+
+def configured_num_envs() -> int:
+    """``create_environment.num_parallel_environments`` as configured (the global total)."""
+    import alf
+    from alf.environments import utils  # noqa: F401  (defines the configurable)
+
+    return int(alf.get_config_value("create_environment.num_parallel_environments"))
+
+
+def merged_results(results: dict) -> dict:
+    """The ranks' ``EpisodeMetrics.results()`` merged: sums of the counts, means of the
+    averages over the ranks that finished an episode (same dict on every rank)."""
+    if not distributed.is_active():
+        return results
+    gathered = distributed.all_gather_objects({k: _as_float(v) for k, v in results.items()})
+    merged = {}
+    for name in results:
+        values = [r[name] for r in gathered if name in r]
+        if name in ("EnvironmentSteps", "NumberOfEpisodes"):
+            merged[name] = sum(values)
+            continue
+        with_episodes = [
+            r[name] for r in gathered if name in r and r.get("NumberOfEpisodes", 1) > 0
+        ]
+        values = with_episodes or values
+        merged[name] = sum(values) / len(values)
+    return merged
+
+
+def _as_float(value) -> float:
+    import torch
+
+    value = float(torch.as_tensor(value).float().mean())
+    return value if math.isfinite(value) else 0.0
+
+
+def gathered_rng_states() -> list | None:
+    """Every rank's RNG states (rank order), or None for a single process."""
+    if not distributed.is_active():
+        return None
+    return distributed.all_gather_objects(seeding.get_rng_state())
+
+
+def own_rng_state(state: dict) -> dict | None:
+    """This rank's RNG states from a checkpoint ``state``; None when the checkpoint was
+    written by another number of ranks and this is not rank 0 (the caller reseeds)."""
+    per_rank_states = state.get("rng_per_rank")
+    k, r = distributed.world_size(), distributed.rank()
+    if per_rank_states is not None and len(per_rank_states) == k:
+        return per_rank_states[r]
+    return state["rng"] if r == 0 else None
