@@ -201,11 +201,13 @@ class Algorithm(nn.Module):
             if spec.gradient_clipping is not None or summarize:  # else the norm is unused
                 name = spec.name if spec.name not in grad_norms else f"{spec.name}_{i}"
                 grad_norms[name] = spec.clip_gradients(params)
+                # (with several ranks only rank 0 summarizes: the decision below uses the
+                # norms every rank computes)
+                if spec.gradient_clipping is not None or not distributed.is_active():
+                    checked = checked + grad_norms[name]
         self.last_grad_norms = grad_norms
         # One host sync: a float64 sum of the loss and the norms is finite exactly when all
         # of them are (float32 values cannot overflow it).
-        for norm in grad_norms.values():
-            checked = checked + norm
         if math.isfinite(float(checked)):
             self._non_finite_in_a_row = 0
             for _, optimizer, _ in optimizers:

@@ -189,9 +189,9 @@ def average_gradients(params: list[torch.nn.Parameter], count: float, loss: torc
         loss: this rank's (scalar) loss.
 
     Returns:
-        the loss averaged the same way, or NaN when a gradient is not finite (the
-        same number on every rank, so that every rank takes the same decision on a
-        non-finite update).
+        the loss averaged the same way, or NaN when an averaged gradient is not finite:
+        the same number on every rank (as are the gradients), so every rank takes the
+        same decision on a non-finite update.
     """
     device = params[0].device if params else loss.device
     flat = [

@@ -3,6 +3,7 @@
 * ``Algorithm.update_with_gradient`` on two ranks holding halves of a batch gives the
   parameters one process gets on the whole batch, also when the halves have different
   numbers of valid (unmasked) entries;
+* a non-finite loss on one rank makes every rank skip the update;
 * a ``RunningMeanVar`` updated on two ranks with batches of different sizes (one of them
   empty) holds the moments of the concatenated data, on both ranks, with and without
   ``speed``.
@@ -82,7 +83,15 @@ def _worker(rank, path, results_dir):
         params = _updates(_Linear(), x[:, half], y[:, half], mask[:, half])
         batches, _ = _stats_batches(rank)
         stats = {speed: _stats(speed, batches, rank) for speed in (None, 5.0)}
-        torch.save({"params": params, "stats": stats}, os.path.join(results_dir, f"{rank}.pt"))
+        # a NaN in rank 1's data only: every rank skips that update
+        alg = _Linear()
+        x_nan = x[:, half].clone()
+        if rank == 1:
+            x_nan[0, 0, 0] = float("nan")
+        skipped = _updates(alg, x_nan, y[:, half], mask[:, half], steps=1)
+        skipped["count"] = torch.tensor(alg.non_finite_updates_skipped)
+        result = {"params": params, "stats": stats, "skipped": skipped}
+        torch.save(result, os.path.join(results_dir, f"{rank}.pt"))
     finally:
         dist.destroy_process_group()
 
@@ -146,3 +155,11 @@ def test_pooled_normalizer_statistics_equal_those_of_the_concatenated_data(rank_
     # without pooling, each rank would have its own statistics
     own = _stats(speed, batches, rank=1)
     assert not torch.allclose(own[1], mean)
+
+
+def test_a_non_finite_loss_on_one_rank_makes_every_rank_skip_the_update(rank_results):
+    initial = _Linear().net.state_dict()
+    for result in rank_results:
+        assert int(result["skipped"]["count"]) == 1
+        for name, value in initial.items():
+            assert torch.equal(result["skipped"][name], value)
