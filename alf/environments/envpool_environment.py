@@ -31,6 +31,7 @@ interrupted once it returns to the interpreter.
 from __future__ import annotations
 
 import re
+import warnings
 
 import numpy as np
 import torch
@@ -116,41 +117,64 @@ def _random_seeds(count: int) -> list[int]:
     return member_seeds(base, count)
 
 
+def _map(spec_nest, fn, *values):
+    """``alf.nest.map_structure(fn, spec_nest, *values)``, without the walk for one spec."""
+    if not nest.is_nested(spec_nest):
+        return fn(spec_nest, *values)
+    return nest.map_structure(fn, spec_nest, *values)
+
+
+def _as_spec(spec, value) -> np.ndarray:
+    return np.asarray(value, spec.numpy_dtype)
+
+
 class _Rows:
     """One batch of results in row order (row ``i`` is envpool's env ``i``), assembled from
-    envpool's answers to a ``reset`` and/or a ``step`` of some of the envs."""
+    envpool's answers to a ``reset`` and/or a ``step`` of some of the envs.
 
-    def __init__(self, env: EnvpoolEnvironment, num_envs: int):
-        self._env = env
+    Args:
+        observation_spec, env_info_spec: the env's specs.
+        num_envs: the batch size.
+    """
+
+    def __init__(self, observation_spec, env_info_spec: dict, num_envs: int):
+        self._observation_spec = observation_spec
+        self._env_info_spec = env_info_spec
         self._num_envs = num_envs
+        self._all = np.arange(num_envs)
         self.observation = None
         self.env_info = None
         self.reward = np.zeros(num_envs, np.float32)
         self.terminated = np.zeros(num_envs, bool)
         self.truncated = np.zeros(num_envs, bool)
 
-    def put(self, observation, info: dict, ids=None) -> None:
+    def put(self, observation, info: dict) -> None:
         """Write the observations and ``env_info`` of envpool's envs ``info['env_id']``."""
-        ids = np.asarray(info["env_id"]) if ids is None else ids
+        ids = np.asarray(info["env_id"])
+        if self.observation is None and np.array_equal(ids, self._all):  # all, in order
+            self.observation = _map(self._observation_spec, _as_spec, observation)
+            self.env_info = {
+                key: _as_spec(spec, info[key]).reshape(self._num_envs, *spec.shape)
+                for key, spec in self._env_info_spec.items()
+            }
+            return
         if self.observation is None:
-            self.observation = nest.map_structure(
+            self.observation = _map(
+                self._observation_spec,
                 lambda spec: np.zeros((self._num_envs, *spec.shape), spec.numpy_dtype),
-                self._env.observation_spec(),
             )
             self.env_info = {
                 key: np.zeros((self._num_envs, *spec.shape), spec.numpy_dtype)
-                for key, spec in self._env.env_info_spec().items()
+                for key, spec in self._env_info_spec.items()
             }
-        nest.map_structure(
-            lambda dst, value: dst.__setitem__(ids, value), self.observation, observation
-        )
+        _map(self.observation, lambda dst, value: dst.__setitem__(ids, value), observation)
         for key, dst in self.env_info.items():
             dst[ids] = np.asarray(info[key]).reshape(len(ids), *dst.shape[1:])
 
     def put_step(self, observation, reward, terminated, truncated, info: dict) -> None:
         """Write one ``step`` result of envpool's envs ``info['env_id']``."""
+        self.put(observation, info)
         ids = np.asarray(info["env_id"])
-        self.put(observation, info, ids)
         self.reward[ids] = reward
         self.terminated[ids] = terminated
         self.truncated[ids] = truncated
@@ -209,8 +233,10 @@ class EnvpoolEnvironment(AlfEnvironment):
         self._pool = None
         self._guard = StepGuard(f"envpool {self._task_id} ({self._num_envs} envs)", step_timeout)
         self.seed(seed)
-        self._observation_spec = tensor_spec_from_gym_space(self._pool.observation_space)
-        self._action_spec = tensor_spec_from_gym_space(self._pool.action_space)
+        with warnings.catch_warnings():  # envpool's float64 box bounds of float32 boxes
+            warnings.filterwarnings("ignore", message=".*precision lowered by casting")
+            self._observation_spec = tensor_spec_from_gym_space(self._pool.observation_space)
+            self._action_spec = tensor_spec_from_gym_space(self._pool.action_space)
         if nest.is_nested(self._action_spec):
             self.close()
             raise ValueError(
@@ -289,7 +315,7 @@ class EnvpoolEnvironment(AlfEnvironment):
         if self._env_info_spec is None:
             row_info = {k: v[0] for k, v in info.items() if k not in _BOOKKEEPING_INFO}
             self._env_info_spec = env_info_spec_from_infos([row_info])
-        rows = _Rows(self, self._num_envs)
+        rows = _Rows(self._observation_spec, self._env_info_spec, self._num_envs)
         rows.put(observation, info)
         self._num_steps[:] = 0
         self._ended[:] = False
@@ -301,7 +327,7 @@ class EnvpoolEnvironment(AlfEnvironment):
         """One envpool step of the live rows; the rows alf's time limit ended are reset."""
         action = self._action_array(action)
         first, restart = self._ended, self._restart
-        rows = _Rows(self, self._num_envs)
+        rows = _Rows(self._observation_spec, self._env_info_spec, self._num_envs)
         if restart.any():
             rows.put(*self._pool.reset(np.flatnonzero(restart).astype(np.int32)))
         if not restart.any():
@@ -332,7 +358,7 @@ class EnvpoolEnvironment(AlfEnvironment):
             step_type=torch.from_numpy(step_type),
             reward=torch.from_numpy(reward),
             discount=torch.from_numpy(discount),
-            observation=nest.map_structure(torch.from_numpy, rows.observation),
+            observation=_map(rows.observation, lambda value: torch.from_numpy(value)),
             prev_action=torch.from_numpy(prev_action),
             env_id=torch.from_numpy(self._rows.copy()),
             env_info={k: torch.from_numpy(v) for k, v in rows.env_info.items()},
