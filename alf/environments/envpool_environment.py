@@ -188,16 +188,15 @@ class EnvpoolEnvironment(AlfEnvironment):
         env_name: an id envpool has (``envpool.list_all_envs()``), e.g. ``'CartPole-v1'``,
             ``'HalfCheetah-v5'``, ``'Pong-v5'``; another version is never substituted.
         num_envs: the batch size ``B``.
-        seed: env ``i`` is seeded with ``seed + i`` (a sequence gives each env's seed);
-            None draws a random base seed.
+        seed: env ``i`` is seeded with ``seed + i`` (modulo 2**31: envpool's seeds are
+            int32; a sequence gives each env's seed); None draws a random base seed.
         max_episode_steps: alf's rule of ``suite_gym.load``: None uses the limit gymnasium
             registers for the id (envpool's own default if gymnasium does not know it),
             a positive value sets it, 0 or negative means no limit. Reaching it gives a
             LAST with discount ``discount``.
         discount: discount of MID steps and of time-limit LAST steps; a termination
             always has discount 0.
-        num_threads: envpool's worker threads (0: one per env, capped by envpool at the
-            number of cores).
+        num_threads: envpool's worker threads (0: envpool's choice, at most one per core).
         step_timeout: seconds a ``reset``/``step`` may take (``StepGuard``); None: no limit.
         make_kwargs: extra keyword arguments of ``envpool.make_gymnasium`` (e.g. Atari's
             ``episodic_life``, ``stack_num``).
@@ -288,9 +287,10 @@ class EnvpoolEnvironment(AlfEnvironment):
 
     def seed(self, seed) -> None:
         """(Re)make the pool with env ``i`` seeded ``seed + i``; the next step resets."""
-        seeds = (
-            _random_seeds(self._num_envs) if seed is None else member_seeds(seed, self._num_envs)
-        )
+        if seed is None:
+            seeds = _random_seeds(self._num_envs)
+        else:  # envpool's seeds are int32
+            seeds = [s % 2**31 for s in member_seeds(seed, self._num_envs)]
         if self._pool is not None:
             self._pool.close()
             self._pool = None

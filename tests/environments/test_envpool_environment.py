@@ -305,3 +305,20 @@ def test_envpool_environment_is_configurable(envpool):
         env.close()
     assert step_types[:, 0].tolist() == [FIRST] + [MID] * 6 + [LAST, FIRST]
     assert discounts[:, 0].tolist() == [1.0] + [0.5] * 7 + [1.0]
+
+
+def test_seed_remakes_the_episodes_of_that_seed(envpool):
+    env = EnvpoolEnvironment("CartPole-v1", 2, seed=11)
+    edge = EnvpoolEnvironment("CartPole-v1", 3, seed=2**31 - 2)  # seeds wrap into int32
+    try:
+        first = env.reset().observation
+        for _ in range(5):
+            env.step(torch.ones(2, dtype=torch.int64))
+        env.seed(11)
+        assert env.current_time_step() is None  # the next step() resets
+        assert torch.equal(env.step(torch.ones(2, dtype=torch.int64)).observation, first)
+        wrapped = edge.reset().observation[2]
+    finally:
+        env.close()
+        edge.close()
+    assert torch.equal(wrapped, _observations(1, 0, torch.zeros(0, 1, dtype=torch.int64))[0, 0])
