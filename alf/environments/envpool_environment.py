@@ -30,6 +30,7 @@ interrupted once it returns to the interpreter.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import warnings
 
@@ -110,6 +111,14 @@ def _default_time_limit(task_id: str, envpool_default: int) -> int:
     if spec is not None and spec.max_episode_steps:
         return int(spec.max_episode_steps)
     return int(envpool_default)
+
+
+@contextlib.contextmanager
+def _quiet_box_casts():
+    """Without gymnasium's warning about envpool's float64 bounds of float32 boxes."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*precision lowered by casting")
+        yield
 
 
 def _random_seeds(count: int) -> list[int]:
@@ -232,10 +241,8 @@ class EnvpoolEnvironment(AlfEnvironment):
         self._pool = None
         self._guard = StepGuard(f"envpool {self._task_id} ({self._num_envs} envs)", step_timeout)
         self.seed(seed)
-        with warnings.catch_warnings():  # envpool's float64 box bounds of float32 boxes
-            warnings.filterwarnings("ignore", message=".*precision lowered by casting")
-            self._observation_spec = tensor_spec_from_gym_space(self._pool.observation_space)
-            self._action_spec = tensor_spec_from_gym_space(self._pool.action_space)
+        self._observation_spec = tensor_spec_from_gym_space(self._pool.observation_space)
+        self._action_spec = tensor_spec_from_gym_space(self._pool.action_space)
         if nest.is_nested(self._action_spec):
             self.close()
             raise ValueError(
@@ -294,14 +301,17 @@ class EnvpoolEnvironment(AlfEnvironment):
         if self._pool is not None:
             self._pool.close()
             self._pool = None
-        self._pool = self._envpool.make_gymnasium(
-            self._task_id,
-            num_envs=self._num_envs,
-            batch_size=self._num_envs,
-            seed=seeds,
-            max_episode_steps=_NO_LIMIT,
-            **self._make_kwargs,
-        )
+        with _quiet_box_casts():
+            self._pool = self._envpool.make_gymnasium(
+                self._task_id,
+                num_envs=self._num_envs,
+                batch_size=self._num_envs,
+                seed=seeds,
+                max_episode_steps=_NO_LIMIT,
+                **self._make_kwargs,
+            )
+            # envpool makes its gymnasium spaces on first use and keeps them: make them here
+            _ = (self._pool.observation_space, self._pool.action_space)
         self._current_time_step = None
 
     def _reset(self) -> TimeStep:
