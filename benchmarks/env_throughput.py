@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.util
 import random
 import statistics
 import sys
@@ -70,6 +71,9 @@ def build_configs() -> list[Config]:
     members = env_constructors(ENV_NAME, suite_gym.load, top, seed=None)
     members = BatchedEnvironment(members, fuse_gym_steps=False)
     configs.append(Config("alf nonparallel, member path (fuse_gym_steps=False)", top, members))
+    if importlib.util.find_spec("envpool") is not None:  # the optional envpool backend
+        name = "alf envpool backend (batched_backend='envpool')"
+        configs.append(Config(name, top, alf(top, batched_backend="envpool")))
     thread = ThreadEnvironment(lambda: suite_gym.load(ENV_NAME))
     return configs + [Config("alf ThreadEnvironment", 1, thread)]
 

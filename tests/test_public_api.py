@@ -18,7 +18,7 @@ PACKAGES = {
     "alf": 12,
     "alf.algorithms": 35,
     "alf.data_structures": 10,
-    "alf.environments": 21,
+    "alf.environments": 22,
     "alf.networks": 14,
     "alf.optimizers": 4,
 }

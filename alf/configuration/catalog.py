@@ -38,6 +38,7 @@ ALF_CONFIGURABLES = {
     "alf.algorithms.td_loss": ("OneStepTDLoss", "TDLoss"),
     "alf.environments.alf_gym_wrapper": ("AlfGymWrapper",),
     "alf.environments.alf_wrappers": ("NonEpisodicAgent", "RandomFirstEpisodeLength", "TimeLimit"),
+    "alf.environments.envpool_environment": ("EnvpoolEnvironment",),
     "alf.environments.gym_wrappers": (
         "ContinuousActionClip",
         "FrameGrayScale",

@@ -20,6 +20,7 @@ _EXPORTS = {
         "TimeLimit",
     ),
     "batched_environment": ("BatchedEnvironment",),
+    "envpool_environment": ("EnvpoolEnvironment",),
     "gym_wrappers": (
         "ContinuousActionClip",
         "FrameGrayScale",

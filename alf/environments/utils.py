@@ -9,17 +9,23 @@ Following ALF, ``num_parallel_environments`` envs are made by ``env_load_fn`` wi
 - otherwise ``N / batch_size_per_env`` worker processes (``ParallelAlfEnvironment``
   of ``ProcessEnvironment``s), each holding ``batch_size_per_env`` consecutive envs
   (one unbatched env, or a numpy ``BatchedEnvironment`` of several).
+
+``batched_backend='envpool'`` replaces all of this by one ``EnvpoolEnvironment``: envpool
+steps the ``N`` envs in C++ threads (docs/envpool.md).
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 
 import alf
+from alf.configuration.registry import lookup_slot
 from alf.environments import suite_gym
 from alf.environments.alf_environment import AlfEnvironment
 from alf.environments.batched_environment import BatchedEnvironment, member_seeds
+from alf.environments.envpool_environment import EnvpoolEnvironment
 from alf.environments.parallel_environment import ParallelAlfEnvironment
 from alf.environments.thread_environment import ThreadEnvironment
 
@@ -77,6 +83,7 @@ def create_environment(
     step_timeout: float | None = None,
     max_restarts: int = 10,
     restart_window: float = 60.0,
+    batched_backend: str = "alf",
 ) -> AlfEnvironment:
     """Create the batched (torch) training environment.
 
@@ -103,6 +110,12 @@ def create_environment(
         max_restarts, restart_window: with ``restart_on_crash``, a worker that crashed
             more than ``max_restarts`` times within ``restart_window`` seconds stops the
             run with its crash instead of being restarted again.
+        batched_backend: ``'alf'``: the envs made by ``env_load_fn``, batched as the
+            module doc says; ``'envpool'``: an ``EnvpoolEnvironment`` of ``env_name``
+            (envpool's C++ thread pool; ``pip install alf[envpool]``): ``env_load_fn``
+            must be ``suite_gym.load`` (envpool makes the envs itself; its time limit
+            and discount are ``EnvpoolEnvironment``'s), the process options do not
+            apply, ``seed`` and ``step_timeout`` do.
 
     Returns:
         A batched ``AlfEnvironment`` of batch size ``N`` whose row ``i`` has
@@ -115,6 +128,12 @@ def create_environment(
             f"num_parallel_environments={num_parallel_environments} must be a positive "
             f"multiple of batch_size_per_env={batch_size_per_env}"
         )
+    if batched_backend == "envpool":
+        return _envpool_environment(
+            env_name, env_load_fn, num_parallel_environments, seed, step_timeout, restart_on_crash
+        )
+    if batched_backend != "alf":
+        raise ValueError(f"batched_backend must be 'alf' or 'envpool', got {batched_backend!r}")
     constructors = env_constructors(env_name, env_load_fn, num_parallel_environments, seed)
     if nonparallel:
         if num_parallel_environments == 1:
@@ -134,3 +153,29 @@ def create_environment(
         torch_num_threads_per_env=torch_num_threads_per_env,
         **kwargs,
     )
+
+
+def _envpool_environment(
+    env_name, env_load_fn, num_envs, seed, step_timeout, restart_on_crash
+) -> EnvpoolEnvironment:
+    """``create_environment``'s envpool backend (see its ``batched_backend``)."""
+    if env_load_fn is not suite_gym.load:
+        raise ValueError(
+            f"batched_backend='envpool' makes the envs itself, so env_load_fn must be "
+            f"suite_gym.load, got {env_load_fn!r}"
+        )
+    if restart_on_crash:
+        raise ValueError("batched_backend='envpool' does not support restart_on_crash")
+    configured = [
+        name
+        for name in inspect.signature(suite_gym.load).parameters
+        if name not in ("environment_name", "env_id", "make_kwargs")
+        and lookup_slot(f"suite_gym.load.{name}").configured
+    ]
+    if configured:
+        raise ValueError(
+            f"batched_backend='envpool' does not use suite_gym.load, but suite_gym.load."
+            f"{configured[0]} is configured; configure EnvpoolEnvironment instead "
+            "(max_episode_steps, discount, make_kwargs)"
+        )
+    return EnvpoolEnvironment(env_name, num_envs=num_envs, seed=seed, step_timeout=step_timeout)

@@ -6,6 +6,7 @@ import time
 import pytest
 import torch
 
+import alf
 from alf.data_structures import StepType
 from alf.environments import suite_gym
 from alf.environments.batched_environment import BatchedEnvironment
@@ -96,6 +97,58 @@ def test_discount_table_through_processes(batch_size_per_env):
         ]
     finally:
         env.close()
+
+
+CARTPOLE_BACKENDS = {
+    "nonparallel": dict(nonparallel=True),
+    "processes": dict(batch_size_per_env=2),
+    "envpool": dict(batched_backend="envpool"),
+}
+
+
+@pytest.mark.parametrize("backend", list(CARTPOLE_BACKENDS))
+def test_cartpole_discount_table_on_every_backend(backend):
+    """CartPole-v1 with a 15-step limit: a LAST has discount 0 exactly when the pole fell
+    or the cart left (termination), else it is the 15th step with discount 1 (time limit);
+    the next step is the row's FIRST (reward 0, discount 1, prev_action 0)."""
+    limit, kwargs = 15, dict(CARTPOLE_BACKENDS[backend])
+    if backend == "envpool":
+        pytest.importorskip("envpool")
+        alf.config("EnvpoolEnvironment", max_episode_steps=limit)
+    else:
+        kwargs["env_load_fn"] = functools.partial(suite_gym.load, max_episode_steps=limit)
+    env = create_environment("CartPole-v1", num_parallel_environments=2, seed=0, **kwargs)
+    counts = {"terminated": 0, "truncated": 0}
+    try:
+        previous, length = env.reset(), [0, 0]
+        assert previous.step_type.tolist() == [FIRST, FIRST]
+        for action in _random_actions(200, 2):
+            time_step = env.step(action)
+            for row in range(2):
+                step_type, discount = int(time_step.step_type[row]), float(time_step.discount[row])
+                reward, prev_action = float(time_step.reward[row]), int(time_step.prev_action[row])
+                if int(previous.step_type[row]) == LAST:
+                    assert (step_type, discount, reward, prev_action) == (FIRST, 1.0, 0.0, 0)
+                    length[row] = 0
+                    continue
+                length[row] += 1
+                assert (reward, prev_action) == (1.0, int(action[row]))
+                x, angle = time_step.observation[row, 0], time_step.observation[row, 2]
+                fell = bool(abs(x) > 2.4 or abs(angle) > 0.2095)
+                if step_type == LAST and fell:
+                    counts["terminated"] += 1
+                    assert discount == 0.0
+                elif step_type == LAST:
+                    counts["truncated"] += 1
+                    assert (discount, length[row]) == (1.0, limit)
+                else:
+                    assert (step_type, discount, fell) == (MID, 1.0, False)
+                    assert length[row] < limit
+            previous = time_step
+    finally:
+        env.close()
+        alf.reset_configs()
+    assert counts["terminated"] >= 5 and counts["truncated"] >= 2
 
 
 def _load_counting_by_id(kwargs_by_id, env_name, env_id):
