@@ -36,13 +36,20 @@ def make_env(env_load_fn: Callable, env_name: str, env_id: int, seed: int | None
     return env
 
 
-def env_constructors(env_name: str, env_load_fn: Callable, num_envs: int, seed: int | None):
-    """Picklable zero-argument constructors of envs 0..num_envs-1 (seeds ``seed + env_id``,
-    ``member_seeds``; unseeded when ``seed`` is None)."""
-    seeds = [None] * num_envs if seed is None else member_seeds(seed, num_envs)
+def env_constructors(
+    env_name: str, env_load_fn: Callable, num_envs: int, seed: int | None, first_env_id: int = 0
+):
+    """Picklable zero-argument constructors of envs ``first_env_id + i`` for ``i`` in
+    0..num_envs-1 (seeds ``seed + env_id``, ``member_seeds``; unseeded when ``seed`` is
+    None)."""
+    ids = range(first_env_id, first_env_id + num_envs)
+    if seed is None:
+        seeds = [None] * num_envs
+    else:
+        seeds = member_seeds(seed + first_env_id if first_env_id else seed, num_envs)
     return [
         functools.partial(make_env, env_load_fn, env_name, env_id, env_seed)
-        for env_id, env_seed in enumerate(seeds)
+        for env_id, env_seed in zip(ids, seeds)
     ]
 
 
@@ -77,6 +84,7 @@ def create_environment(
     step_timeout: float | None = None,
     max_restarts: int = 10,
     restart_window: float = 60.0,
+    first_env_id: int = 0,
 ) -> AlfEnvironment:
     """Create the batched (torch) training environment.
 
@@ -103,10 +111,13 @@ def create_environment(
         max_restarts, restart_window: with ``restart_on_crash``, a worker that crashed
             more than ``max_restarts`` times within ``restart_window`` seconds stops the
             run with its crash instead of being restarted again.
+        first_env_id: the env_id of row 0: the envs are ``first_env_id .. first_env_id +
+            N - 1`` of a larger run, each seeded with ``seed + env_id`` (a remote sampler
+            holds such a slice, ``alf.samplers``).
 
     Returns:
         A batched ``AlfEnvironment`` of batch size ``N`` whose row ``i`` has
-        ``env_id == i``.
+        ``env_id == first_env_id + i``.
     """
     if num_parallel_environments < 1:
         raise ValueError(f"num_parallel_environments must be >= 1, got {num_parallel_environments}")
@@ -115,7 +126,9 @@ def create_environment(
             f"num_parallel_environments={num_parallel_environments} must be a positive "
             f"multiple of batch_size_per_env={batch_size_per_env}"
         )
-    constructors = env_constructors(env_name, env_load_fn, num_parallel_environments, seed)
+    constructors = env_constructors(
+        env_name, env_load_fn, num_parallel_environments, seed, first_env_id
+    )
     if nonparallel:
         if num_parallel_environments == 1:
             return ThreadEnvironment(constructors[0], step_timeout=step_timeout)

@@ -48,6 +48,7 @@ from alf.environments.process_protocol import EnvironmentProcessError
 from alf.environments.step_guard import EnvironmentStepTimeout, StepInterrupted
 from alf.environments.utils import create_environment
 from alf.pbt.member import create_member as create_pbt_member
+from alf.samplers.group import create_samplers
 from alf.trainers.evaluator import EvaluationInterrupted, Evaluator
 from alf.trainers.progress import ProgressBar
 from alf.trainers.signals import SignalCatcher
@@ -105,7 +106,7 @@ class PolicyTrainer:
         config.random_seed = self._seed
         torch_utils.configure_cpu_math(config.num_threads, config.flush_denormal)
         self._device = device_utils.set_device(config.device)
-        self._env = self._eval_env = None
+        self._env = self._eval_env = self._samplers = None
         self._writers = {}
         try:
             self._build()
@@ -122,9 +123,16 @@ class PolicyTrainer:
     def _build(self) -> None:
         """Environments, algorithm and optimizers, and the checkpoint to resume from."""
         config = self._config
-        self._env = create_environment(seed=self._seed)
+        # remote samplers (alf.samplers, SamplerConfig): None unless configured
+        self._samplers = create_samplers(self._seed)
+        if self._samplers is not None:
+            self._env = self._samplers.env
+        else:
+            self._env = create_environment(seed=self._seed)
         self._eval_env = self._create_eval_env() if config.evaluate else None
         self._algorithm = self._create_algorithm()
+        if self._samplers is not None:
+            self._samplers.attach(self._algorithm)
         self._check_optimizers()
         self._checkpointer = Checkpointer(
             os.path.join(self._root_dir, "train", "algorithm"), keep=config.keep_checkpoints
@@ -497,3 +505,5 @@ class PolicyTrainer:
         for env in (self._env, self._eval_env):
             if env is not None:
                 env.close()
+        if self._samplers is not None:
+            self._samplers.close()
