@@ -160,10 +160,13 @@ class Unroller:
         """Start new episodes at the next step: ``env.seed(seed)`` (when given), then
         ``env.reset()`` when the next step is taken.
 
-        The episodes running now are cut short and not counted as finished.
+        The episodes running now are cut short and not counted as finished. With
+        ``seed``, an ``actor_generator``'s stream restarts from it too.
         """
         if seed is not None:
             self._env.seed(seed)
+            if self.actor_generator is not None:
+                self.actor_generator.restart(seed)
         self._time_step = None
 
     def _ensure_started(self) -> None:

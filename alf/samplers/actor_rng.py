@@ -36,16 +36,20 @@ class ActorGenerator:
     the body left it at the next entry.
 
     Args:
-        seed: the seed of the stream.
+        seed: the run's seed (or a seed derived from it for a replaced sampler).
+        index: the actor's index ``w``: its stream starts from ``actor_seed(seed, w)``.
     """
 
-    def __init__(self, seed: int):
-        self.reseed(seed)
+    def __init__(self, seed: int, index: int = 0):
+        self.index = index
+        self.restart(seed)
         self._saved = None
 
-    def reseed(self, seed: int) -> None:
-        """Restart the stream from ``seed``."""
-        self._state = torch.Generator().manual_seed(int(seed)).get_state()
+    def restart(self, seed: int) -> None:
+        """Start the stream again from ``actor_seed(seed, index)`` (at an environment
+        restart with ``seed``, so a resumed run continues as the uninterrupted one)."""
+        stream_seed = actor_seed(seed, self.index)
+        self._state = torch.Generator().manual_seed(stream_seed).get_state()
 
     def get_state(self) -> torch.Tensor:
         return self._state.clone()

@@ -70,8 +70,9 @@ class Samplers:
         pool: the ``SamplerPool``.
     """
 
-    def __init__(self, pool: SamplerPool):
+    def __init__(self, pool: SamplerPool, disconnect=None):
         self.pool = pool
+        self._disconnect = disconnect
         description = pool.descriptions[0]
         self.env = SamplerEnvironment(description, pool.num_samplers * pool.num_envs)
         self.unroller = None
@@ -83,8 +84,10 @@ class Samplers:
         return self.unroller
 
     def close(self) -> None:
-        """Stop the samplers (idempotent)."""
+        """Stop the samplers, and a local Ray cluster started for them (idempotent)."""
         self.pool.close()
+        if self._disconnect is not None:
+            self._disconnect()
 
 
 def channel_class(config: SamplerConfig):
@@ -131,4 +134,4 @@ def create_samplers(seed: int, config: SamplerConfig | None = None) -> Samplers 
         if config.backend == "ray":
             channels.disconnect()
         raise
-    return Samplers(pool)
+    return Samplers(pool, channels.disconnect if config.backend == "ray" else None)

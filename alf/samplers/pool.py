@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import time
 
-from alf.samplers.actor_rng import actor_seed
 from alf.samplers.errors import SamplerError
 from alf.samplers.worker import SamplerSpec
 from alf.utils import seeding
@@ -55,7 +54,7 @@ class SamplerPool:
         self.versions = [None] * num
         self.channels = []
         try:
-            specs = [self._spec(w, seed, actor_seed(seed, w)) for w in range(num)]
+            specs = [self._spec(w, seed) for w in range(num)]
             self.channels = [channel_class(spec) for spec in specs]
             self.descriptions = self._wait_ready(list(range(num)))
         except BaseException:
@@ -66,10 +65,8 @@ class SamplerPool:
     def num_samplers(self) -> int:
         return len(self.channels)
 
-    def _spec(self, index: int, env_seed: int, stream_seed: int) -> SamplerSpec:
-        return SamplerSpec(
-            self._conf_args, index, self.num_envs, env_seed, stream_seed, self.config.inference
-        )
+    def _spec(self, index: int, env_seed: int) -> SamplerSpec:
+        return SamplerSpec(self._conf_args, index, self.num_envs, env_seed, self.config.inference)
 
     def _wait_ready(self, indices: list[int]) -> list:
         """Wait until the samplers ``indices`` are built; their descriptions."""
@@ -207,9 +204,7 @@ class SamplerPool:
         old.kill()
         old.close(grace=0.0)
         seed = seeding.derived_seed(self._seed, REPLACEMENT_SALT, index, self.num_replacements)
-        self.channels[index] = self._channel_class(
-            self._spec(index, seed, actor_seed(seed, index))
-        )
+        self.channels[index] = self._channel_class(self._spec(index, seed))
         self.versions[index] = None
         self._sent_at.pop(index, None)
         self._wait_ready([index])

@@ -33,7 +33,7 @@ import alf.nest as nest
 from alf.algorithms.data_transformer import _StatisticsTransformer
 from alf.algorithms.unroller import AlgorithmPolicy, Unroll, Unroller
 from alf.metrics import EpisodeMetrics
-from alf.samplers.actor_rng import ActorGenerator, actor_seed
+from alf.samplers.actor_rng import ActorGenerator
 from alf.utils import device as device_utils
 from alf.utils.device import to_cpu
 
@@ -46,8 +46,8 @@ class SamplerSpec(NamedTuple):
             (``alf.utils.common.parsed_conf_args``).
         index: the sampler's index ``w``.
         num_envs: its number of environments ``E``.
-        env_seed: env ``i`` of the run is seeded with ``env_seed + i``.
-        actor_seed: the seed of its random stream.
+        env_seed: env ``i`` of the run is seeded with ``env_seed + i``; its random stream
+            starts from ``actor_seed(env_seed, index)`` (``ActorGenerator``).
         inference: ``'local'`` or ``'server'``.
     """
 
@@ -55,7 +55,6 @@ class SamplerSpec(NamedTuple):
     index: int
     num_envs: int
     env_seed: int
-    actor_seed: int
     inference: str
 
 
@@ -133,7 +132,7 @@ class SamplerWorker:
             AlgorithmPolicy(algorithm),
             self._env,
             metrics=self._seen,
-            actor_generator=ActorGenerator(spec.actor_seed),
+            actor_generator=ActorGenerator(spec.env_seed, spec.index),
         )
 
     def description(self) -> dict:
@@ -190,7 +189,7 @@ class SamplerWorker:
         if self._unroller is not None:
             self._unroller.restart()
             if seed is not None:
-                self._unroller.actor_generator.reseed(actor_seed(seed, self._spec.index))
+                self._unroller.actor_generator.restart(seed)
 
     def close(self) -> None:
         self._env.close()
