@@ -23,7 +23,8 @@ TINY_PPO_OBS_NORM = os.path.join(CONFS, "tiny_ppo_obs_norm_conf.py")
 def sampler_params(num_samplers: int, inference: str, **extra) -> list[str]:
     """``--conf_param`` strings of ``SamplerConfig`` (``batch_timeout`` generous: every
     server batch is full, as the bit-identity tests need)."""
-    values = dict(num_samplers=num_samplers, inference=inference, batch_timeout=30.0, **extra)
+    values = dict(num_samplers=num_samplers, inference=inference, batch_timeout=30.0)
+    values.update(extra)
     return [f"SamplerConfig.{key}={value!r}" for key, value in values.items()]
 
 
