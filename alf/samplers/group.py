@@ -78,7 +78,21 @@ class Samplers:
         self.unroller = None
 
     def attach(self, algorithm) -> SamplerUnroller:
-        """Make the samplers ``algorithm``'s actor (its ``unroller``)."""
+        """Make the samplers ``algorithm``'s actor (its ``unroller``).
+
+        Raises:
+            ValueError: ``SamplerConfig.max_policy_lag > 0`` for an algorithm that is not
+                off-policy (lagged data is only valid for replay learning).
+        """
+        from alf.algorithms.off_policy_algorithm import OffPolicyAlgorithm
+
+        lag = self.pool.config.max_policy_lag
+        if lag > 0 and not isinstance(algorithm, OffPolicyAlgorithm):
+            raise ValueError(
+                f"SamplerConfig.max_policy_lag={lag} needs an off-policy algorithm (SAC, "
+                f"DDPG/TD3, DQN); {type(algorithm).__name__} trains on its own policy's "
+                "data: set SamplerConfig.max_policy_lag=0"
+            )
         self.unroller = SamplerUnroller(self.pool, algorithm, self.env)
         algorithm.set_unroller(self.unroller)
         return self.unroller

@@ -33,6 +33,7 @@ from alf.samplers.pool import REPLACED
 from alf.samplers.server import InferenceServer, cat_nests
 from alf.samplers.worker import policy_weights, statistics_transformers
 from alf.utils.device import to_device
+from alf.utils.schedulers import get_progress
 
 logger = logging.getLogger(__name__)
 
@@ -133,7 +134,13 @@ class SamplerUnroller:
         return unroll
 
     def _request(self, w: int, request: dict) -> None:
+        pending = getattr(self._algorithm, "initial_collect_pending", None)
         payload = dict(request, version=self._version)
+        # off-policy algorithms act at random while the learner's buffer fills: the
+        # sampler's copy has no buffer, so it is told (constant over an unroll, as here)
+        payload["initial_collect_pending"] = bool(pending()) if pending else False
+        # schedules in the policy (e.g. DQN's epsilon) follow the learner's progress
+        payload["progress"] = tuple(get_progress(k) for k in ("iterations", "env_steps", "percent"))
         if self._pool.versions[w] != self._version:
             if self._weights is None or self._weights[0] != self._version:
                 self._weights = (self._version, policy_weights(self._algorithm))

@@ -17,7 +17,9 @@ request     payload                                      reply
 ``unroll`` is local inference: the sampler's own copy of the algorithm (built from the
 conf, on the CPU) loads the weights and data-transformer statistics of ``version``
 when they come with the request, and acts one whole unroll with them, drawing from its
-own random stream (``ActorGenerator``). ``reset``/``step`` make the sampler a plain
+own random stream (``ActorGenerator``); the learner's training progress (for schedules
+such as DQN's epsilon) and an off-policy algorithm's ``initial_collect_pending`` (random
+actions while the learner's replay buffer fills) come with the request too. ``reset``/``step`` make the sampler a plain
 batch of environments for the learner's inference server (server inference) and for
 prenormalization. Everything sent back is CPU tensors.
 """
@@ -36,6 +38,7 @@ from alf.metrics import EpisodeMetrics
 from alf.samplers.actor_rng import ActorGenerator
 from alf.utils import device as device_utils
 from alf.utils.device import to_cpu
+from alf.utils.schedulers import update_progress
 
 
 class SamplerSpec(NamedTuple):
@@ -166,6 +169,10 @@ class SamplerWorker:
                 f"sampler {self._spec.index} holds weights version {self._version}, "
                 f"asked to act with {payload['version']}"
             )
+        if "progress" in payload:
+            update_progress(*payload["progress"])
+        pending = payload.get("initial_collect_pending", False)
+        self._algorithm.initial_collect_pending = lambda: pending
         self._seen.time_steps = []
         unroll = self._unroller.unroll(
             payload["num_steps"], raw=payload["raw"], bootstrap=payload["bootstrap"]

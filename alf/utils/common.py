@@ -34,6 +34,9 @@ def parse_conf_file(conf_file, conf_params=(), gin_params=()):
 
 def parsed_conf_args():
     """``(conf_file, conf_params, gin_params)`` of the last ``parse_conf_file`` call (None
-    before any): what another process needs to load the same configuration (the remote
-    samplers of ``alf.samplers`` do)."""
-    return _PARSED.get("args")
+    before any, or when the configuration was reset since): what another process needs
+    to load the same configuration (the remote samplers of ``alf.samplers`` do)."""
+    args = _PARSED.get("args")
+    if args is None or args[0] not in config_util.get_loaded_conf_files():
+        return None
+    return args
