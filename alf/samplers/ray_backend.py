@@ -134,7 +134,9 @@ class RayChannel:
             return ray.get(self._ref)
         except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as e:
             self._dead = type(e).__name__
-            raise SamplerError(f"sampler {self.spec.index} ({self.pid}) is gone", self.spec.index)
+            raise SamplerError(
+                f"sampler {self.spec.index} ({self.pid}) is gone", self.spec.index
+            ) from e
 
     def kill(self) -> None:
         _ray().kill(self._actor, no_restart=True)

@@ -56,7 +56,9 @@ class SamplerUnroller:
         self._metrics = EpisodeMetrics(env.batch_size)
         self._local = config.inference == "local"
         self._max_lag = config.max_policy_lag
-        self._server = InferenceServer(pool, self._policy, config.max_batch_size, config.batch_timeout)
+        self._server = InferenceServer(
+            pool, self._policy, config.max_batch_size, config.batch_timeout
+        )
         self._version = 0
         self._weights = None  # (version, weights) last computed
         self._outstanding = {}  # sampler -> version of the unroll it is acting
@@ -187,7 +189,9 @@ class SamplerUnroller:
         """One ``Unroll`` of the samplers' parts (rows in sampler order), the raw time steps
         of each step, and the statistics updates handed to the learner's transformers."""
         num_steps = len(parts[0].unroll.experiences)
-        experiences = [cat_nests([p.unroll.experiences[t] for p in parts]) for t in range(num_steps)]
+        experiences = [
+            cat_nests([p.unroll.experiences[t] for p in parts]) for t in range(num_steps)
+        ]
         boot = None
         if parts[0].unroll.bootstrap is not None:
             boot = cat_nests([p.unroll.bootstrap for p in parts])

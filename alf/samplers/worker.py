@@ -19,9 +19,9 @@ conf, on the CPU) loads the weights and data-transformer statistics of ``version
 when they come with the request, and acts one whole unroll with them, drawing from its
 own random stream (``ActorGenerator``); the learner's training progress (for schedules
 such as DQN's epsilon) and an off-policy algorithm's ``initial_collect_pending`` (random
-actions while the learner's replay buffer fills) come with the request too. ``reset``/``step`` make the sampler a plain
-batch of environments for the learner's inference server (server inference) and for
-prenormalization. Everything sent back is CPU tensors.
+actions while the learner's replay buffer fills) come with the request too.
+``reset``/``step`` make the sampler a plain batch of environments for the learner's
+inference server (server inference) and for prenormalization. Everything sent back is CPU tensors.
 """
 
 from __future__ import annotations

@@ -5,7 +5,6 @@ from alf import config_util
 _PARSED = {}  # the arguments of the last parse_conf_file call
 
 
-
 def parse_conf_file(conf_file, conf_params=(), gin_params=()):
     """Load an experiment's configuration into alf's registry.
 

@@ -72,5 +72,7 @@ def test_lag_zero_is_synchronous_for_off_policy(tmp_path):
 def test_lag_needs_an_off_policy_algorithm_and_local_inference(tmp_path):
     with pytest.raises(ValueError, match=r"SamplerConfig.max_policy_lag=1 needs an off-policy"):
         build_trainer(TINY_PPO, sampler_params(1, "local", max_policy_lag=1), tmp_path / "a")
-    with pytest.raises(ValueError, match=r"SamplerConfig.max_policy_lag > 0 needs inference='local'"):
+    with pytest.raises(
+        ValueError, match=r"SamplerConfig.max_policy_lag > 0 needs inference='local'"
+    ):
         SamplerConfig(num_samplers=2, inference="server", max_policy_lag=1)
