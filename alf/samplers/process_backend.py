@@ -4,7 +4,8 @@ A sampler process is started like alf's environment workers (``process_environme
 ``forkserver`` with alf preloaded, ``spawn`` where that is missing; the parent's
 ``__main__`` hidden) and talks to the learner over one duplex pipe. Every message is
 one pickled ``(kind, value)`` tuple of plain CPU data: requests ``(command, payload)``
-one at a time, each answered by ``('ok', reply)`` or ``('error', description)``; the
+one at a time, each answered by ``('ok', reply)`` or ``('error', description)``
+(pickled by ``serialization.dumps``: tensors as numpy arrays); the
 first message is ``('ready', description)`` once the sampler is built. The process
 is not a daemon (its environments may run in processes of their own); it exits when
 the pipe closes, so a learner that dies leaves no sampler behind.
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing.connection
-import pickle
 import signal
 import time
 import traceback
@@ -22,10 +22,11 @@ import weakref
 
 from alf.environments.process_environment import _main_module_hidden, get_context
 from alf.samplers.errors import SamplerError
+from alf.samplers.serialization import dumps, loads
 
 
 def _pack(kind: str, value) -> bytes:
-    return pickle.dumps((kind, value), protocol=pickle.HIGHEST_PROTOCOL)
+    return dumps((kind, value))
 
 
 def _error_description(index: int) -> dict:
@@ -48,7 +49,7 @@ def sampler_main(conn, spec) -> None:
     try:
         while True:
             try:
-                command, payload = pickle.loads(conn.recv_bytes())
+                command, payload = loads(conn.recv_bytes())
             except (EOFError, OSError):
                 return  # the learner is gone
             if command == "close":
@@ -126,7 +127,7 @@ class ProcessChannel:
     def receive(self):
         """The next reply: ``(kind, value)``; raises ``SamplerError`` if the pipe broke."""
         try:
-            return pickle.loads(self._conn.recv_bytes())
+            return loads(self._conn.recv_bytes())
         except (EOFError, OSError) as e:
             raise SamplerError(f"sampler {self.spec.index} (pid {self.pid}) is gone") from e
 

@@ -5,9 +5,10 @@
 with the dashboard off; ``disconnect`` shuts down a cluster it started (a joined one is
 left running). Each sampler is an actor running ``SamplerWorker``; a request is one
 actor call whose result is the reply, ``('ok', value)`` or ``('error', description)``,
-as with the processes backend. An actor that dies makes its pending call fail, which
-the pool sees as a dead sampler and replaces. The actors get this alf on their
-``PYTHONPATH`` (the conf file must be readable at the same path on every node).
+as with the processes backend (both pickled into bytes by ``serialization.dumps``). An
+actor that dies makes its pending call fail, which the pool sees as a dead sampler and
+replaces. The actors get this alf on their ``PYTHONPATH`` (the conf file must be
+readable at the same path on every node).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import sys
 import traceback
 
 from alf.samplers.errors import SamplerError
+from alf.samplers.serialization import dumps, loads
 
 
 def _ray():
@@ -44,16 +46,17 @@ class _RaySampler:
         except BaseException:
             self._error = {"traceback": traceback.format_exc(), "index": spec.index}
 
-    def ready(self):
+    def ready(self) -> bytes:
         if self._error is not None:
-            return "error", self._error
-        return "ready", self._worker.description()
+            return dumps(("error", self._error))
+        return dumps(("ready", self._worker.description()))
 
-    def handle(self, command, payload):
+    def handle(self, request: bytes) -> bytes:
+        command, payload = loads(request)
         try:
-            return "ok", self._worker.handle(command, payload)
+            return dumps(("ok", self._worker.handle(command, payload)))
         except Exception:
-            return "error", {"traceback": traceback.format_exc()}
+            return dumps(("error", {"traceback": traceback.format_exc()}))
 
     def close(self):
         if self._error is None:
@@ -122,7 +125,7 @@ class RayChannel:
         return f"died ({self._dead or 'the Ray actor is gone'})"
 
     def send(self, command: str, payload) -> None:
-        self._ref = self._actor.handle.remote(command, payload)
+        self._ref = self._actor.handle.remote(dumps((command, payload)))
 
     def ready(self) -> bool:
         done, _ = _ray().wait([self._ref], timeout=0)
@@ -131,7 +134,7 @@ class RayChannel:
     def receive(self):
         ray = _ray()
         try:
-            return ray.get(self._ref)
+            return loads(ray.get(self._ref))
         except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as e:
             self._dead = type(e).__name__
             raise SamplerError(
