@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 
+import alf.nest as nest
 import alf.summary
 from alf.algorithms.data_transformer import prenormalizing
 from alf.algorithms.unroller import AlgorithmPolicy, Unroll
@@ -188,22 +189,20 @@ class SamplerUnroller:
     def _merge(self, parts: list, raw: bool):
         """One ``Unroll`` of the samplers' parts (rows in sampler order), the raw time steps
         of each step, and the statistics updates handed to the learner's transformers."""
-        num_steps = len(parts[0].unroll.experiences)
-        experiences = [
-            cat_nests([p.unroll.experiences[t] for p in parts]) for t in range(num_steps)
-        ]
+        experiences = _steps(cat_nests([p.experiences for p in parts], dim=1))
         boot = None
-        if parts[0].unroll.bootstrap is not None:
-            boot = cat_nests([p.unroll.bootstrap for p in parts])
+        if parts[0].bootstrap is not None:
+            boot = cat_nests([p.bootstrap for p in parts])
         if raw:
             time_steps = [exp.time_step for exp in experiences]
         else:
-            time_steps = [cat_nests([p.raw_time_steps[t] for p in parts]) for t in range(num_steps)]
+            time_steps = _steps(cat_nests([p.raw_time_steps for p in parts], dim=1))
             experiences, boot = to_device(experiences), to_device(boot)
         members = statistics_transformers(self._algorithm.data_transformer)
         for i, member in enumerate(members):
-            for t in range(len(parts[0].statistics[i])):
-                member._pending.append(to_device(cat_nests([p.statistics[i][t] for p in parts])))
+            if parts[0].statistics[i] is not None:
+                values = cat_nests([p.statistics[i] for p in parts], dim=1)
+                member._pending.extend(to_device(_steps(values)))
         version = min(p.version for p in parts)
         if alf.summary.should_record_summaries():
             alf.summary.scalar("samplers/policy_lag", float(self._version - version))
@@ -213,3 +212,9 @@ class SamplerUnroller:
 
     def close(self) -> None:
         self._pool.close()
+
+
+def _steps(stacked) -> list:
+    """The per-step nests ``[B, ...]`` of a stacked nest ``[T, B, ...]``."""
+    num_steps = nest.flatten(stacked)[0].shape[0]
+    return [nest.map_structure(lambda x, t=t: x[t], stacked) for t in range(num_steps)]

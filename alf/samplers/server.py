@@ -37,11 +37,11 @@ from alf.utils.device import to_cpu, to_device
 from alf.utils.finite import check_time_step
 
 
-def cat_nests(nests: list):
-    """Concatenate a list of nests of ``[b_i, ...]`` tensors along dim 0."""
+def cat_nests(nests: list, dim: int = 0):
+    """Concatenate a list of nests of tensors along ``dim`` (the batch dim)."""
     if len(nests) == 1:
         return nests[0]
-    return nest.map_structure(lambda *xs: torch.cat(xs), *nests)
+    return nest.map_structure(lambda *xs: torch.cat(xs, dim), *nests)
 
 
 def _rows(value, start: int, stop: int):

@@ -33,11 +33,10 @@ import torch
 
 import alf.nest as nest
 from alf.algorithms.data_transformer import _StatisticsTransformer
-from alf.algorithms.unroller import AlgorithmPolicy, Unroll, Unroller
+from alf.algorithms.unroller import AlgorithmPolicy, Unroller
 from alf.metrics import EpisodeMetrics
 from alf.samplers.actor_rng import ActorGenerator
 from alf.utils import device as device_utils
-from alf.utils.device import to_cpu
 from alf.utils.schedulers import update_progress
 
 
@@ -62,20 +61,25 @@ class SamplerSpec(NamedTuple):
 
 
 class SamplerUnroll(NamedTuple):
-    """A sampler's reply to ``unroll``: its part of an ``Unroll`` and what goes with it.
+    """A sampler's reply to ``unroll``: its part of an ``Unroll`` and what goes with it,
+    each step list stacked into one nest ``[T, E, ...]`` (one tensor per leaf to send,
+    not ``T``).
 
     Attributes:
-        unroll: the ``Unroll`` of its ``E`` envs (CPU tensors; env_ids are the run's).
-        raw_time_steps: the raw time step of every step (for the learner's episode
-            metrics; the experiences hold them already when the unroll is raw).
+        experiences: the unroll's experiences ``[T, E, ...]`` (CPU tensors; env_ids are
+            the run's).
+        bootstrap: the bootstrap row ``[E, ...]``, or None.
+        raw_time_steps: the raw time steps ``[T, E, ...]`` (for the learner's episode
+            metrics), or None when the experiences hold them already (raw unrolls).
         statistics: per statistics transformer (``_StatisticsTransformer`` in
-            ``modules()`` order), the values of each step its rollout updates collected
-            (``update_mode='rollout'``), for the learner to apply.
+            ``modules()`` order), the values its rollout updates collected, stacked
+            ``[T, E, ...]`` (None when it collected none), for the learner to apply.
         version: the weights version it acted with.
     """
 
-    unroll: Unroll
-    raw_time_steps: list | None
+    experiences: object
+    bootstrap: object
+    raw_time_steps: object
     statistics: list
     version: int
 
@@ -180,11 +184,12 @@ class SamplerWorker:
         statistics = []
         for member in self._statistics:
             pending, member._pending = member._pending, []
-            statistics.append([to_cpu(values) for values in pending])
-        raw_time_steps = None if payload["raw"] else self._seen.time_steps
+            statistics.append(_stacked(pending))
+        raw_time_steps = None if payload["raw"] else _stacked(self._seen.time_steps)
         return SamplerUnroll(
-            _plain(unroll._replace(policy_version=self._version)),
-            _plain(raw_time_steps),
+            _stacked(unroll.experiences),
+            _plain(unroll.bootstrap),
+            raw_time_steps,
             statistics,
             self._version,
         )
@@ -212,6 +217,11 @@ class _TimeStepRecorder(EpisodeMetrics):
 
     def __call__(self, time_step) -> None:
         self.time_steps.append(time_step)
+
+
+def _stacked(steps: list):
+    """The nests of ``steps`` stacked ``[T, ...]`` as plain CPU tensors (None if none)."""
+    return _plain(nest.stack_nests(steps)) if steps else None
 
 
 def _plain(value):
