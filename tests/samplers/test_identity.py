@@ -120,3 +120,30 @@ def test_local_inference_two_samplers_equal_two_in_process_actors(tmp_path):
         for actor in actors:
             actor.env.close()
         reference.close()
+
+
+def test_server_keeps_recurrent_state_per_env(tmp_path):
+    # an LSTM policy (alf/examples/ppo_rnn_memory_conf.py) on 4 envs, 2 samplers of 2: the
+    # server gathers and scatters each env's policy state; the unrolls (with the rollout
+    # states) and the trained weights are those of the in-process run
+    params = [
+        "create_environment.num_parallel_environments=4",
+        "TrainerConfig.num_iterations=3",
+        "TrainerConfig.evaluate=False",
+        "TrainerConfig.random_seed=2",
+    ]
+    runs = []
+    for extra in ([], sampler_params(2, "server")):
+        trainer = build_trainer("ppo_rnn_memory_conf.py", params + extra, tmp_path / str(len(runs)))
+        unrolls = record_unrolls(trainer.algorithm)
+        for _ in range(3):
+            trainer.algorithm.train_iter()
+        runs.append((unrolls, module_state(trainer.algorithm)))
+        trainer.close()
+    (expected, expected_state), (got, state) = runs
+    assert nest.flatten(expected[0].state) and expected[-1].state is not None
+    assert any(bool(x.abs().sum() > 0) for x in nest.flatten(expected[-1].state))
+    for x, y in zip(expected, got):
+        assert_identical(x, y)
+    for name, value in expected_state.items():
+        assert torch.equal(value, state[name]), name
