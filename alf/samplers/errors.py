@@ -20,3 +20,8 @@ class SamplerError(EnvironmentProcessError):
     def __init__(self, message: str, index: int | None = None, remote_traceback: str = ""):
         super().__init__(message, remote_traceback=remote_traceback or None)
         self.index = index
+
+
+class SamplerStartError(SamplerError, ValueError):
+    """A sampler could not start (e.g. the conf names an env that does not exist): a setup
+    error, reported by ``alf.bin.train`` as one line with exit status 2 like any bad conf."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import time
 
-from alf.samplers.errors import SamplerError
+from alf.samplers.errors import SamplerError, SamplerStartError
 from alf.samplers.worker import SamplerSpec
 from alf.utils import seeding
 
@@ -93,7 +93,8 @@ class SamplerPool:
                     )
                 kind, value = channel.receive()
                 if kind != "ready":
-                    raise self._remote_error(w, value, "while starting")
+                    error = self._remote_error(w, value, "while starting")
+                    raise SamplerStartError(str(error), w, error.remote_traceback)
                 descriptions[w] = value
                 waiting.discard(w)
         return [descriptions[w] for w in indices]

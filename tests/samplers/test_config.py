@@ -62,15 +62,28 @@ def test_samplers_need_a_conf_file():
         create_samplers(seed=1)
 
 
-def test_train_reports_an_inconsistent_env_count_in_one_line(tmp_path):
-    params = sampler_params(3, "local")
+def _train(tmp_path, params):
     command = [sys.executable, "-m", "alf.bin.train", "--conf", TINY_PPO]
     command += ["--root_dir", str(tmp_path / "run")]
     for param in params:
         command += ["--conf_param", param]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
+def test_train_reports_an_inconsistent_env_count_in_one_line(tmp_path):
+    result = _train(tmp_path, sampler_params(3, "local"))
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert "SamplerConfig.num_samplers=3 does not divide" in lines[-1]
     assert "create_environment.num_parallel_environments=2" in lines[-1]
+    assert not (tmp_path / "run").exists()
+
+
+def test_train_reports_a_sampler_that_cannot_start_in_one_line(tmp_path):
+    params = sampler_params(2, "server") + ["create_environment.env_name='NoSuchEnv-v0'"]
+    result = _train(tmp_path, params)
+    assert result.returncode == 2
+    last = result.stderr.strip().splitlines()[-1]
+    assert "raised while starting: ValueError: Unknown gymnasium environment id" in last
+    assert last.startswith("alf.bin.train: error: sampler ")
     assert not (tmp_path / "run").exists()
