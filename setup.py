@@ -32,6 +32,7 @@ setup(
         "pbt": ["pyyaml>=6.0"],  # YAML mutation files (alf.pbt.mutation.load_mutations)
         "slurm": ["submitit>=1.5"],  # alf.bin.pbt_launch --backend slurm
         "dev": ["py-spy>=0.3.14"],  # a sampling profiler: py-spy record -- alf-train ...
+        "ray": ["ray>=2.9"],  # SamplerConfig.backend='ray' (remote samplers as Ray actors)
     },
     entry_points={
         "console_scripts": [

@@ -124,6 +124,11 @@ class RLAlgorithm(Algorithm):
         """The acting loop on the training environment (None without one)."""
         return self._unroller
 
+    def set_unroller(self, unroller) -> None:
+        """Act through ``unroller`` instead (an object with the ``Unroller`` interface, e.g.
+        remote samplers' ``alf.samplers.SamplerUnroller``)."""
+        self._unroller = unroller
+
     @property
     def learner(self) -> Learner | None:
         """The training iteration (None without a ``TrainerConfig``)."""

@@ -22,6 +22,7 @@ plus, when the learner needs it, the bootstrap row) and hands that to the learne
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -83,10 +84,14 @@ class Unroll(NamedTuple):
             see ``Unroller.unroll``).
         bootstrap: the bootstrap row (the current time step, its action not taken),
             or None when not asked for.
+        policy_version: the version of the weights it was acted with (the training
+            iteration that produced them), when the actor is a remote sampler
+            (``alf.samplers``); the oldest one when its rows come from several samplers.
     """
 
     experiences: list
     bootstrap: Experience | None = None
+    policy_version: int | None = None
 
     @property
     def num_env_steps(self) -> int:
@@ -116,10 +121,19 @@ class Unroller:
         env: a batched ``AlfEnvironment``.
         metrics: the ``EpisodeMetrics`` fed with every raw time step (a new one,
             averaging the last 10 episodes, when None).
+        actor_generator: an ``alf.samplers.ActorGenerator``: training unrolls draw from
+            its stream instead of torch's global one (None, the default: the global one).
     """
 
-    def __init__(self, policy: AlgorithmPolicy, env, metrics: EpisodeMetrics | None = None):
+    def __init__(
+        self,
+        policy: AlgorithmPolicy,
+        env,
+        metrics: EpisodeMetrics | None = None,
+        actor_generator=None,
+    ):
         self._policy = policy
+        self.actor_generator = actor_generator
         self._env = env
         self._metrics = metrics if metrics is not None else EpisodeMetrics(env.batch_size)
         self._transformer = policy.data_transformer
@@ -146,10 +160,13 @@ class Unroller:
         """Start new episodes at the next step: ``env.seed(seed)`` (when given), then
         ``env.reset()`` when the next step is taken.
 
-        The episodes running now are cut short and not counted as finished.
+        The episodes running now are cut short and not counted as finished. With
+        ``seed``, an ``actor_generator``'s stream restarts from it too.
         """
         if seed is not None:
             self._env.seed(seed)
+            if self.actor_generator is not None:
+                self.actor_generator.restart(seed)
         self._time_step = None
 
     def _ensure_started(self) -> None:
@@ -163,16 +180,9 @@ class Unroller:
 
     def _policy_step(self, time_step: TimeStep, policy_state, transform_state) -> _PolicyStep:
         """Transform ``time_step`` and run the policy on it (no env interaction)."""
-        transformed, transform_state = self._transformer.transform_timestep(
-            time_step, transform_state
+        return policy_step(
+            self._policy, time_step, policy_state, transform_state, self._initial_state
         )
-        transformed = to_device(transformed)
-        if self._policy.stateful:
-            policy_state = reset_state_if_necessary(
-                policy_state, self._initial_state, transformed.step_type == StepType.FIRST
-            )
-        step = self._policy.step(transformed, policy_state)
-        return _PolicyStep(transformed, policy_state, step, transform_state)
 
     def _act(self) -> tuple[TimeStep, _PolicyStep]:
         """One step of the loop: the policy, then ``env.step``. Returns the time step
@@ -205,8 +215,9 @@ class Unroller:
         Returns:
             the ``Unroll``.
         """
-        experiences = self._steps(num_steps, raw)
-        return Unroll(experiences, self.bootstrap(raw) if bootstrap else None)
+        with self.actor_generator or contextlib.nullcontext():
+            experiences = self._steps(num_steps, raw)
+            return Unroll(experiences, self.bootstrap(raw) if bootstrap else None)
 
     @torch.inference_mode()
     def _steps(self, num_steps: int, raw: bool) -> list:
@@ -215,7 +226,7 @@ class Unroller:
         for _ in range(num_steps):
             time_step, taken = self._act()
             self._metrics(time_step)
-            experiences.append(_experience(time_step, taken, raw))
+            experiences.append(experience_of(time_step, taken, raw))
         return experiences
 
     @torch.no_grad()
@@ -232,7 +243,7 @@ class Unroller:
         self._ensure_started()
         with statistics_frozen(self._transformer):
             taken = self._policy_step(self._time_step, self._policy_state, self._transform_state)
-        return _experience(self._time_step, taken, raw)
+        return experience_of(self._time_step, taken, raw)
 
     @torch.inference_mode()
     def prenormalize(self, num_steps: int) -> int:
@@ -284,7 +295,25 @@ class Unroller:
         return self._metrics
 
 
-def _experience(time_step: TimeStep, taken: _PolicyStep, raw: bool) -> Experience:
+def policy_step(
+    policy: AlgorithmPolicy, time_step: TimeStep, policy_state, transform_state, initial_state
+) -> _PolicyStep:
+    """Transform the raw ``time_step`` ``[B, ...]`` with ``policy``'s data transformer, move
+    it to the device, reset the policy state to ``initial_state`` where it is FIRST, and
+    run the policy on it (no env interaction; the remote inference server uses it too)."""
+    transformed, transform_state = policy.data_transformer.transform_timestep(
+        time_step, transform_state
+    )
+    transformed = to_device(transformed)
+    if policy.stateful:
+        policy_state = reset_state_if_necessary(
+            policy_state, initial_state, transformed.step_type == StepType.FIRST
+        )
+    step = policy.step(transformed, policy_state)
+    return _PolicyStep(transformed, policy_state, step, transform_state)
+
+
+def experience_of(time_step: TimeStep, taken: _PolicyStep, raw: bool) -> Experience:
     """The ``Experience`` of one step: raw (CPU) or transformed (device)."""
     if raw:
         return Experience(

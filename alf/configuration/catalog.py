@@ -70,6 +70,7 @@ ALF_CONFIGURABLES = {
     "alf.networks.value_networks": ("ValueNetwork",),
     "alf.optimizers.optimizers": ("Adam", "AdamW", "SGD"),
     "alf.pbt.config": ("PBTConfig",),
+    "alf.samplers.config": ("SamplerConfig",),
     "alf.utils.normalizers": ("AdaptiveNormalizer", "ScalarAdaptiveNormalizer"),
     "alf.utils.schedulers": ("LinearScheduler",),
 }

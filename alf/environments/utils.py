@@ -42,13 +42,20 @@ def make_env(env_load_fn: Callable, env_name: str, env_id: int, seed: int | None
     return env
 
 
-def env_constructors(env_name: str, env_load_fn: Callable, num_envs: int, seed: int | None):
-    """Picklable zero-argument constructors of envs 0..num_envs-1 (seeds ``seed + env_id``,
-    ``member_seeds``; unseeded when ``seed`` is None)."""
-    seeds = [None] * num_envs if seed is None else member_seeds(seed, num_envs)
+def env_constructors(
+    env_name: str, env_load_fn: Callable, num_envs: int, seed: int | None, first_env_id: int = 0
+):
+    """Picklable zero-argument constructors of envs ``first_env_id + i`` for ``i`` in
+    0..num_envs-1 (seeds ``seed + env_id``, ``member_seeds``; unseeded when ``seed`` is
+    None)."""
+    ids = range(first_env_id, first_env_id + num_envs)
+    if seed is None:
+        seeds = [None] * num_envs
+    else:
+        seeds = member_seeds(seed + first_env_id if first_env_id else seed, num_envs)
     return [
         functools.partial(make_env, env_load_fn, env_name, env_id, env_seed)
-        for env_id, env_seed in enumerate(seeds)
+        for env_id, env_seed in zip(ids, seeds)
     ]
 
 
@@ -84,6 +91,7 @@ def create_environment(
     max_restarts: int = 10,
     restart_window: float = 60.0,
     batched_backend: str = "alf",
+    first_env_id: int = 0,
 ) -> AlfEnvironment:
     """Create the batched (torch) training environment.
 
@@ -116,10 +124,13 @@ def create_environment(
             must be ``suite_gym.load`` (envpool makes the envs itself; its time limit
             and discount are ``EnvpoolEnvironment``'s), the process options do not
             apply, ``seed`` and ``step_timeout`` do.
+        first_env_id: the env_id of row 0: the envs are ``first_env_id .. first_env_id +
+            N - 1`` of a larger run, each seeded with ``seed + env_id`` (a remote sampler
+            holds such a slice, ``alf.samplers``).
 
     Returns:
         A batched ``AlfEnvironment`` of batch size ``N`` whose row ``i`` has
-        ``env_id == i``.
+        ``env_id == first_env_id + i``.
     """
     if num_parallel_environments < 1:
         raise ValueError(f"num_parallel_environments must be >= 1, got {num_parallel_environments}")
@@ -129,12 +140,19 @@ def create_environment(
             f"multiple of batch_size_per_env={batch_size_per_env}"
         )
     if batched_backend == "envpool":
+        if first_env_id:
+            raise ValueError(
+                "batched_backend='envpool' numbers its envs from 0: it cannot hold a slice "
+                f"starting at env_id {first_env_id} (remote samplers need batched_backend='alf')"
+            )
         return _envpool_environment(
             env_name, env_load_fn, num_parallel_environments, seed, step_timeout, restart_on_crash
         )
     if batched_backend != "alf":
         raise ValueError(f"batched_backend must be 'alf' or 'envpool', got {batched_backend!r}")
-    constructors = env_constructors(env_name, env_load_fn, num_parallel_environments, seed)
+    constructors = env_constructors(
+        env_name, env_load_fn, num_parallel_environments, seed, first_env_id
+    )
     if nonparallel:
         if num_parallel_environments == 1:
             return ThreadEnvironment(constructors[0], step_timeout=step_timeout)

@@ -48,6 +48,7 @@ from alf.environments.process_protocol import EnvironmentProcessError
 from alf.environments.step_guard import EnvironmentStepTimeout, StepInterrupted
 from alf.environments.utils import create_environment
 from alf.pbt.member import create_member as create_pbt_member
+from alf.samplers.group import create_samplers
 from alf.trainers import data_parallel
 from alf.trainers.evaluator import EvaluationInterrupted, Evaluator
 from alf.trainers.progress import ProgressBar
@@ -110,7 +111,7 @@ class PolicyTrainer:
         if distributed.is_active():
             seeding.set_random_seed(self._rank_seed)
         torch_utils.configure_cpu_math(config.num_threads, config.flush_denormal)
-        self._env = self._eval_env = None
+        self._env = self._eval_env = self._samplers = None
         self._writers = {}
         try:
             self._build()
@@ -131,6 +132,8 @@ class PolicyTrainer:
         evaluate = config.evaluate and distributed.is_main()  # rank 0 evaluates
         self._eval_env = self._create_eval_env() if evaluate else None
         self._algorithm = self._create_algorithm()
+        if self._samplers is not None:
+            self._samplers.attach(self._algorithm)
         self._check_optimizers()
         self._checkpointer = Checkpointer(
             os.path.join(self._root_dir, "train", "algorithm"), keep=config.keep_checkpoints
@@ -176,18 +179,24 @@ class PolicyTrainer:
     # -- construction ----------------------------------------------------------
 
     def _create_env(self):
-        """The training env; with K learner ranks, each has ``1/K`` of the envs and of the
-        minibatch (``alf.trainers.data_parallel``)."""
-        if not distributed.is_active():
-            return create_environment(seed=self._seed)
-        cfg = self._config
-        num_envs = data_parallel.per_rank(
-            data_parallel.configured_num_envs(), "create_environment.num_parallel_environments"
+        """The training env, or the remote samplers' (``SamplerConfig``; then
+        ``self._samplers`` holds them). With K learner ranks, each has ``1/K`` of the envs
+        and of the minibatch (``alf.trainers.data_parallel``), and its own samplers."""
+        kwargs = {}
+        if distributed.is_active():
+            cfg = self._config
+            kwargs["num_parallel_environments"] = data_parallel.per_rank(
+                data_parallel.configured_num_envs(), "create_environment.num_parallel_environments"
+            )
+            cfg.mini_batch_size = data_parallel.per_rank(
+                cfg.mini_batch_size, "TrainerConfig.mini_batch_size"
+            )
+        self._samplers = create_samplers(
+            self._rank_seed, num_envs=kwargs.get("num_parallel_environments")
         )
-        cfg.mini_batch_size = data_parallel.per_rank(
-            cfg.mini_batch_size, "TrainerConfig.mini_batch_size"
-        )
-        return create_environment(seed=self._rank_seed, num_parallel_environments=num_envs)
+        if self._samplers is not None:
+            return self._samplers.env
+        return create_environment(seed=self._rank_seed, **kwargs)
 
     def _create_eval_env(self):
         """ALF's eval-env rule: in the main process unless ``no_thread_env_for_conf``."""
@@ -570,3 +579,5 @@ class PolicyTrainer:
         for env in (self._env, self._eval_env):
             if env is not None:
                 env.close()
+        if self._samplers is not None:
+            self._samplers.close()

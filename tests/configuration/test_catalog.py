@@ -64,7 +64,7 @@ def _run(script):
 def test_catalog_lists_exactly_the_configurables_alf_registers():
     registered = _run(_REGISTER_ALL)
     listed = sorted(full for _, full in catalog.full_names())
-    assert len(listed) == len(set(listed)) == 57
+    assert len(listed) == len(set(listed)) == 58
     missing = sorted(set(registered) - set(listed))
     stale = sorted(set(listed) - set(registered))
     assert (missing, stale) == ([], []), "update alf/configuration/catalog.py"
@@ -86,6 +86,10 @@ def test_alf_configurables_are_found_by_name_without_an_import():
 def test_unknown_name_is_reported_by_name_with_alf_suggestions():
     alf.config("TrainerConfg", unroll_length=8)
     with pytest.raises(
-        ValueError, match=r"^Unknown configurable 'TrainerConfg' .*Did you mean 'TrainerConfig'\?"
+        ValueError,
+        match=(
+            r"^Unknown configurable 'TrainerConfg' .*"
+            r"Did you mean 'TrainerConfig' or 'SamplerConfig'\?"
+        ),
     ):
         config_util.validate_pending_configs()

@@ -9,7 +9,8 @@
   with a non-zero status within a bound, keeping the checkpoints already written;
 * a global batch setting that does not divide by the number of ranks is one error line;
 * PPO CartPole on two ranks reaches an evaluation return of 475;
-* torchrun (instead of ``--num_processes``) trains the same parameters.
+* torchrun (instead of ``--num_processes``) trains the same parameters, and so do two
+  ranks that each act through their own remote sampler (server inference).
 """
 
 import os
@@ -208,4 +209,24 @@ def test_torchrun_launch_trains_the_same_parameters(two_rank_run, tmp_path):
     command += ["--root_dir", str(other), "--nostore_snapshot"]
     proc = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=TIMEOUT)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_same_tensors(load_ckpt(other, 16)["algorithm"], load_ckpt(root, 16)["algorithm"])
+
+
+def test_each_rank_with_its_own_server_sampler_trains_the_same_parameters(two_rank_run, tmp_path):
+    """Two ranks, each acting through one remote sampler with server inference: every
+    rank's server batch is its in-process step, so the run equals the plain two-rank run."""
+    root, _ = two_rank_run
+    other = tmp_path / "samplers"
+    code, _, stderr = train(
+        other,
+        "--num_processes",
+        "2",
+        "--nostore_snapshot",
+        "--conf_param",
+        "SamplerConfig.num_samplers=1",
+        "--conf_param",
+        "SamplerConfig.inference='server'",
+    )
+    assert code == 0, stderr[-3000:]
+    assert "Learner rank 1 of 2" in stderr
     assert_same_tensors(load_ckpt(other, 16)["algorithm"], load_ckpt(root, 16)["algorithm"])

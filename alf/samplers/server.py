@@ -1,0 +1,254 @@
+"""``InferenceServer``: batched inference for samplers that only step environments.
+
+With ``SamplerConfig.inference='server'`` the samplers hold no policy: each sends the
+raw time step of its ``E`` environments and waits for their actions. The server, in
+the learner's process, keeps every env's current time step, recurrent policy state and
+data-transformer state (rows ``w*E .. (w+1)*E-1`` for sampler ``w``) and runs one
+``rollout_step`` on all the rows waiting, in sampler order, as soon as
+
+- ``max_batch_size`` rows are waiting, or
+- every sampler with steps left in this unroll is waiting, or
+- ``batch_timeout`` seconds passed since the batch's first sampler came in,
+
+then answers each sampler of the batch with its rows' actions. A slow, silent or dead
+sampler therefore delays the others by at most ``batch_timeout`` per step (a dead one
+not at all: it is replaced, and its fragment of the unroll is redone from a reset).
+
+A full batch is exactly the in-process ``Unroller``'s step on ``S * E`` envs (the same
+rows in the same order, drawing from the learner's global random stream like the
+in-process actor), so with full batches the unroll, the statistics the data
+transformers collect and the random stream are bit-identical to the in-process run.
+A partial batch draws the same distributions in another order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+import torch
+
+import alf.nest as nest
+from alf.algorithms.data_transformer_base import statistics_frozen
+from alf.algorithms.unroller import experience_of, policy_step
+from alf.samplers.pool import REPLACED
+from alf.tensor_specs import zeros_from_spec
+from alf.utils.device import to_cpu, to_device
+from alf.utils.finite import check_time_step
+
+
+def cat_nests(nests: list, dim: int = 0):
+    """Concatenate a list of nests of tensors along ``dim`` (the batch dim)."""
+    if len(nests) == 1:
+        return nests[0]
+    return nest.map_structure(lambda *xs: torch.cat(xs, dim), *nests)
+
+
+def _rows(value, start: int, stop: int):
+    return nest.map_structure(lambda x: x[start:stop], value)
+
+
+class InferenceServer:
+    """Acts for the samplers of ``pool`` with ``policy`` (see the module doc).
+
+    Args:
+        pool: the ``SamplerPool``.
+        policy: the learner's ``AlgorithmPolicy`` (rollout mode).
+        max_batch_size: rows that trigger a batch (None: all).
+        batch_timeout: seconds a batch waits for more samplers after its first.
+    """
+
+    def __init__(self, pool, policy, max_batch_size: int | None, batch_timeout: float):
+        self._pool = pool
+        self._policy = policy
+        self._num_envs = pool.num_envs
+        self._max_rows = max_batch_size or pool.num_samplers * pool.num_envs
+        self._batch_timeout = batch_timeout
+        self._time_steps = [None] * pool.num_samplers
+        self._states = None  # (initial policy state, policy state, transform state) [S*E]
+        self._env_steps = 0
+        #: (time, sampler indices) of the last batches run (for tests and benchmarks)
+        self.batch_log = []
+
+    def restart(self) -> None:
+        """Start new episodes at the next step (every sampler is reset first)."""
+        self._time_steps = [None] * self._pool.num_samplers
+        self._states = None
+
+    def _ensure_states(self) -> None:
+        if self._states is None:
+            size = self._pool.num_samplers * self._num_envs
+            initial = self._policy.initial_state(size)
+            transform = zeros_from_spec(self._policy.data_transformer.state_spec, size)
+            self._states = [initial, initial, transform]
+
+    def _reset_rows(self, w: int) -> None:
+        """A replaced sampler's rows start again from the initial states."""
+        initial, policy_state, transform = self._states
+        rows = slice(w * self._num_envs, (w + 1) * self._num_envs)
+        zeros = zeros_from_spec(self._policy.data_transformer.state_spec, self._num_envs)
+        self._states[1] = _assign_rows(policy_state, rows, _rows(initial, rows.start, rows.stop))
+        self._states[2] = _assign_rows(transform, rows, zeros)
+
+    @torch.inference_mode()
+    def run(self, num_steps: int, raw: bool = False, keep: bool = True):
+        """Take ``num_steps`` steps of every sampler's envs.
+
+        Args:
+            num_steps: steps per env.
+            raw: the experiences hold raw time steps with CPU copies (as ``Unroller``).
+            keep: return the experiences (False: prenormalization, nothing kept).
+
+        Returns:
+            ``(experiences, raw_time_steps)``: per step, the ``Experience`` (an empty list
+            unless ``keep``) and the raw time step of all ``S * E`` rows in sampler order.
+        """
+        self._ensure_states()
+        run = _Run(self._pool.num_samplers, num_steps)
+        for w, time_step in enumerate(self._time_steps):
+            if time_step is None:
+                self._pool.send(w, "reset")
+                run.waiting.add(w)
+            else:
+                run.arrive(w)
+        while not run.finished():
+            batch = self._batch(run)
+            if batch:
+                self._act(run, batch, raw, keep)
+            else:
+                self._receive(run)
+        return run.merged(num_steps, keep)
+
+    def _batch(self, run) -> list[int]:
+        """The samplers to act for now (empty: wait for more)."""
+        ready = sorted(w for w in run.ready if run.steps[w] < run.num_steps)
+        if not ready:
+            return []
+        rows = len(ready) * self._num_envs
+        still_coming = [w for w in run.waiting if run.steps[w] < run.num_steps]
+        overdue = time.monotonic() - run.first_arrival >= self._batch_timeout
+        if rows >= self._max_rows or not still_coming or overdue:
+            return ready[: max(1, self._max_rows // self._num_envs)]
+        return []
+
+    def _receive(self, run) -> None:
+        """Wait for replies, at most until the pending batch is overdue."""
+        timeout = self._pool.config.timeout
+        if run.ready:
+            timeout = max(0.0, run.first_arrival + self._batch_timeout - time.monotonic())
+        for w, reply in self._pool.wait(sorted(run.waiting), timeout):
+            run.waiting.discard(w)
+            if reply is REPLACED:
+                self._reset_rows(w)
+                run.restart(w)
+                self._pool.send(w, "reset")
+                run.waiting.add(w)
+                continue
+            self._env_steps += self._num_envs
+            check_time_step(reply, self._env_steps)
+            self._time_steps[w] = reply
+            run.arrive(w)
+
+    def _act(self, run, batch: list[int], raw: bool, keep: bool) -> None:
+        """One policy step on the rows of the samplers ``batch``; answer each."""
+        size = self._num_envs
+        rows = torch.cat([torch.arange(w * size, (w + 1) * size) for w in batch])
+        initial, policy_state, transform = self._states
+        device_rows = to_device(rows)
+        time_step = cat_nests([self._time_steps[w] for w in batch])
+        taken = policy_step(
+            self._policy,
+            time_step,
+            _take(policy_state, device_rows),
+            _take(transform, rows),
+            _take(initial, device_rows),
+        )
+        self._states[1] = _assign_rows(policy_state, device_rows, taken.step.state)
+        self._states[2] = _assign_rows(transform, rows, taken.transform_state)
+        action = to_cpu(taken.step.output)
+        self.batch_log = self.batch_log[-999:] + [(time.monotonic(), tuple(batch))]
+        for i, w in enumerate(batch):
+            start, stop = i * size, (i + 1) * size
+            experience = None
+            if keep:
+                mine = nest.map_structure(lambda x, a=start, b=stop: x[a:b], taken)
+                experience = experience_of(self._time_steps[w], mine, raw)
+            run.record(w, self._time_steps[w], experience)
+            self._pool.send(w, "step", {"action": _rows(action, start, stop)})
+            run.depart(w)
+
+    @torch.no_grad()
+    def bootstrap(self, raw: bool = False):
+        """The bootstrap row of all ``S * E`` rows: a policy step on the current time steps
+        with the statistics frozen; nothing changes (see ``Unroller.bootstrap``)."""
+        self._ensure_states()
+        initial, policy_state, transform = self._states
+        time_step = cat_nests(self._time_steps)
+        with statistics_frozen(self._policy.data_transformer):
+            taken = policy_step(self._policy, time_step, policy_state, transform, initial)
+        return experience_of(time_step, taken, raw)
+
+    @contextlib.contextmanager
+    def transformer_mode(self, context):
+        """Run the server's steps inside ``context(transformer)`` (e.g. prenormalizing)."""
+        with context(self._policy.data_transformer):
+            yield
+
+
+class _Run:
+    """The bookkeeping of one ``InferenceServer.run``: per sampler, steps taken, whether
+    its time step is waiting for an action (``ready``) or its reply is awaited
+    (``waiting``), and the experiences of its steps so far."""
+
+    def __init__(self, num_samplers: int, num_steps: int):
+        self.num_steps = num_steps
+        self.steps = [0] * num_samplers
+        self.ready: set[int] = set()
+        self.waiting: set[int] = set()
+        self.first_arrival = 0.0
+        self.records = [[] for _ in range(num_samplers)]
+
+    def arrive(self, w: int) -> None:
+        active = [v for v in self.ready if self.steps[v] < self.num_steps]
+        if not active and self.steps[w] < self.num_steps:
+            self.first_arrival = time.monotonic()
+        self.ready.add(w)
+
+    def depart(self, w: int) -> None:
+        self.ready.discard(w)
+        self.waiting.add(w)
+        self.steps[w] += 1
+
+    def restart(self, w: int) -> None:
+        self.steps[w] = 0
+        self.records[w] = []
+        self.ready.discard(w)
+
+    def record(self, w: int, time_step, experience) -> None:
+        self.records[w].append((time_step, experience))
+
+    def finished(self) -> bool:
+        return not self.waiting and all(s >= self.num_steps for s in self.steps)
+
+    def merged(self, num_steps: int, keep: bool):
+        experiences, time_steps = [], []
+        for t in range(num_steps):
+            time_steps.append(cat_nests([records[t][0] for records in self.records]))
+            if keep:
+                experiences.append(cat_nests([records[t][1] for records in self.records]))
+        return experiences, time_steps
+
+
+def _take(value, rows: torch.Tensor):
+    return nest.map_structure(lambda x: x.index_select(0, rows), value)
+
+
+def _assign_rows(value, rows, new):
+    """``value`` with rows ``rows`` (an index tensor or a slice) replaced by ``new``."""
+
+    def assign(x, y):
+        x = x.clone()
+        x[rows] = y.to(x.dtype)
+        return x
+
+    return nest.map_structure(assign, value, new)
