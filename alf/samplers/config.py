@@ -51,7 +51,7 @@ class SamplerConfig:
         max_restarts, restart_window: a sampler replaced more than ``max_restarts`` times
             within ``restart_window`` seconds stops the run with an error naming it.
         ray_address: ``'ray'`` backend: the address of a running Ray cluster to join
-            (``ray.init(address=...)``); None: start a local one on 127.0.0.1 without
+            (``ray.init(address=...)``); None: start a local one (node address 127.0.0.1) without
             dashboard, shut down when the samplers close.
     """
 

@@ -1,7 +1,7 @@
 """The ``'ray'`` backend: each sampler is a Ray actor (``pip install alf[ray]``).
 
 ``RayChannel.connect`` joins the cluster at ``SamplerConfig.ray_address``
-(``ray.init(address=...)``) or, without one, starts a local cluster bound to 127.0.0.1
+(``ray.init(address=...)``) or, without one, starts a local cluster with node address 127.0.0.1
 with the dashboard off; ``disconnect`` shuts down a cluster it started (a joined one is
 left running). Each sampler is an actor running ``SamplerWorker``; a request is one
 actor call whose result is the reply, ``('ok', value)`` or ``('error', description)``,
@@ -80,7 +80,14 @@ class RayChannel:
         if ray.is_initialized():
             return
         if address:
-            ray.init(address=address, log_to_driver=False)
+            try:
+                ray.init(address=address, log_to_driver=False)
+            except ConnectionError as e:
+                raise ValueError(
+                    f"SamplerConfig.ray_address={address!r}: {e} (a cluster with token "
+                    "authentication also needs RAY_AUTH_MODE=token in this process's "
+                    "environment and its token in ~/.ray/auth_token or RAY_AUTH_TOKEN)"
+                ) from e
         else:
             ray.init(
                 include_dashboard=False,
