@@ -56,6 +56,7 @@ def _collective():
             raise
         lines = str(e).strip().splitlines() or [type(e).__name__]
         reason = re.sub(r"^\[[^\]]*\]\s*", "", lines[0])  # drop gloo's source location
+        reason = reason.split(". This is typically caused")[0]  # and its advice
         who = os.environ.get("RANK", rank())
         raise PeerFailure(
             f"learner rank {who}: a collective with the other ranks failed (another rank "
