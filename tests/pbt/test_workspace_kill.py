@@ -28,6 +28,7 @@ from tests.pbt.conftest import REPO
 
 SIZE = 1 << 21  # float32 values: an 8 MB state
 KILLS = 6  # every other one waits until the writer is writing a file
+GIVE_UP = 120.0  # seconds without a new entry: the writer is stuck
 
 WRITER = f"""
 import sys
@@ -113,9 +114,14 @@ def _start(workspace: str) -> tuple[subprocess.Popen, int]:
 
 def _run_then_kill(writer: subprocess.Popen, ws: Workspace, reader: Reader, rng, mid_write: bool):
     """Read while ``writer`` publishes, then SIGKILL it: after a random time, or (``mid_write``)
-    after a random time once a temporary file shows it is writing, plus 0-10 ms."""
-    deadline = time.monotonic() + rng.uniform(0.1, 0.5)
-    while time.monotonic() < deadline:
+    after a random time once a temporary file shows it is writing, plus 0-10 ms. The random
+    time is at least long enough to read one entry newer than before (on a loaded machine a
+    publish can take seconds; ``GIVE_UP`` only bounds a hang)."""
+    start = time.monotonic()
+    deadline = start + rng.uniform(0.1, 0.5)
+    seen = reader.newest
+    while time.monotonic() < deadline or reader.newest <= seen:
+        assert time.monotonic() < start + GIVE_UP, "the writer published nothing new"
         reader.read()
     if mid_write:
         give_up = time.monotonic() + 5.0
