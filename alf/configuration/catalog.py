@@ -77,6 +77,7 @@ ALF_CONFIGURABLES = {
     "alf.optimizers.optimizers": ("Adam", "AdamW", "SGD"),
     "alf.pbt.config": ("PBTConfig",),
     "alf.samplers.config": ("SamplerConfig",),
+    "alf.utils.dist_utils": ("calc_default_target_entropy",),
     "alf.utils.losses": ("element_wise_huber_loss", "element_wise_squared_loss"),
     "alf.utils.math_ops": ("clipped_exp",),
     "alf.utils.normalizers": ("AdaptiveNormalizer", "ScalarAdaptiveNormalizer"),

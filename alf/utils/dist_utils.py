@@ -28,6 +28,7 @@ import torch.distributions as td
 import torch.nn.functional as F
 from torch.distributions import constraints
 
+import alf
 import alf.nest as nest
 from alf.tensor_specs import TensorSpec
 
@@ -453,6 +454,7 @@ def params_to_distributions(nests, nest_spec):
     return nests
 
 
+@alf.configurable(blacklist=["spec"])
 def calc_default_target_entropy(spec, min_prob: float = 0.1) -> float:
     """ALF's default target entropy of an action spec: the entropy of a policy that is
     nearly decided, summed over the action dims.
