@@ -131,11 +131,12 @@ class EntropyTargetAlgorithm(Algorithm):
 
     def adjust_alpha(self, entropy: float) -> None:
         """One adjustment of ``log alpha`` for the mean entropy ``entropy`` of an update."""
-        previous = self._average() if int(self._count) > 0 else entropy
-        slot = int(self._count) % self._window
-        self._recent[slot] = entropy
+        first = int(self._count) == 0
+        previous = None if first else self._average()
+        self._recent[int(self._count) % self._window] = entropy
         self._count += 1
         average = self._average()
+        previous = average if first else previous  # (both read back as float32)
         stage = int(self._stage)
         if stage == _INIT:
             self._init_stage(average, previous)

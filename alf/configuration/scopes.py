@@ -14,6 +14,7 @@ State: ``SCOPED`` maps ``(scope, full configurable name)`` to ``{arg: Slot}``;
 ``ACTIVE`` is the stack of active scopes (one process, one thread builds the objects).
 """
 
+import contextlib
 import functools
 import re
 
@@ -61,6 +62,23 @@ def scoped_items():
         ),
         key=lambda item: item[:3],
     )
+
+
+def active_scopes():
+    """The active scopes now (a tuple, outermost first): what an object built now sees."""
+    return tuple(ACTIVE)
+
+
+@contextlib.contextmanager
+def scopes_activated(active):
+    """Run the block with exactly ``active`` (from ``active_scopes()``) active, e.g. to
+    build the twin of an object with the scoped values the original was built with."""
+    saved = ACTIVE[:]
+    ACTIVE[:] = list(active)
+    try:
+        yield
+    finally:
+        ACTIVE[:] = saved
 
 
 def in_scope(scope, target):

@@ -168,14 +168,14 @@ def test_trust_region_step_scales_a_constructed_step():
     assert trac.trac_unadjusted_change == [4.0]
 
 
-def _build(cls, env, **kwargs):
+def _build(cls, env, lr=0.01, **kwargs):
     return cls(
         observation_spec=env.observation_spec(),
         action_spec=env.action_spec(),
         reward_spec=env.reward_spec(),
         env=env,
         config=TrainerConfig(unroll_length=8),
-        optimizer=Adam(lr=0.5),
+        optimizer=Adam(lr=lr),
         loss=ActorCriticLoss(gamma=0.9),
         **small_networks(),
         **kwargs,
@@ -184,14 +184,14 @@ def _build(cls, env, **kwargs):
 
 def test_trac_scales_the_actor_step_of_a_real_update():
     """The same update with and without the trust region: with it, the actor moves along
-    the same step, shortened so the policy change is within the bound; the value
-    network's step is the same."""
+    the same step, shortened by 0.9 * bound / change (one scaling: the logits change by
+    0.61 against a bound of sqrt(0.01 * 4) = 0.2); the value network's step is the same."""
     env_a, env_b = counting_env(num_envs=4, seed=3), counting_env(num_envs=4, seed=3)
     try:
         seeding.set_random_seed(0)
         plain = _build(ActorCriticAlgorithm, env_a)
         trac = _build(trac_class(ActorCriticAlgorithm), env_b)
-        trac._setup_trust_region(1e-4)
+        trac._setup_trust_region(0.01)
         trac.load_state_dict(plain.state_dict())
         before = {k: v.clone() for k, v in plain.state_dict().items() if "network" in k}
         for alg in (plain, trac):
@@ -206,12 +206,13 @@ def test_trac_scales_the_actor_step_of_a_real_update():
                 assert torch.allclose(step_trac, step_plain, atol=1e-7), key
             elif step_plain.abs().max() > 1e-6:
                 ratio = (step_trac * step_plain).sum() / (step_plain * step_plain).sum()
-                assert torch.allclose(step_trac, ratio * step_plain, atol=1e-6), key
+                assert torch.allclose(step_trac, ratio * step_plain, rtol=1e-3, atol=1e-7), key
                 ratios.append(float(ratio))
-        bound = action_dist_bound(env_b.action_spec(), 1e-4)
-        assert trac.trac_adjust_steps >= 1
-        assert max(trac.trac_unadjusted_change) > bound
-        assert 0.0 < ratios[0] < 1.0 and all(r == pytest.approx(ratios[0]) for r in ratios)
+        bound = action_dist_bound(env_b.action_spec(), 0.01)
+        (change,) = trac.trac_unadjusted_change
+        assert trac.trac_adjust_steps == 1 and change > bound
+        assert len(ratios) >= 4  # weights and biases of the hidden and projection layers
+        assert all(r == pytest.approx(0.9 * bound / change, rel=1e-3) for r in ratios)
     finally:
         env_a.close()
         env_b.close()

@@ -74,7 +74,7 @@ def test_a2c_trac_gin_conf_with_scopes_through_gin_file(tmp_path):
     state = _algorithm_state(root, "ckpt-6.pt")
     # the scopes gave the actor 32 and the value network 48 hidden units
     assert tuple(state["_actor_network._encoding_net._fc_layers.0.weight"].shape) == (32, 4)
-    assert tuple(state["_value_network._encoding_net._fc_layers.0.weight"].shape) == (48, 4)
+    assert tuple(state["_value_network._fc_layers.0.weight"].shape) == (48, 4)
     steps = _scalars(root / "train", "trac/adjust_steps")
     assert len(steps) == 6 and all(v >= 0 for _, v in steps)
     config = (root / "alf_config.py").read_text()
