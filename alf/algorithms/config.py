@@ -233,10 +233,14 @@ class TrainerConfig:
 
     def _check_types(self):
         """Values of the fields annotated with plain types (``int``, ``float | None``, ...)
-        must have those types; an error names the field, the expected and the given type."""
+        must have those types; an error names the field, the expected and the given type.
+        A flag (``bool``) set to the integer 0 or 1, as ALF's confs do, becomes False / True."""
         for field in dataclasses.fields(self):
             allowed = _SIMPLE_TYPES.get(str(field.type))
             value = getattr(self, field.name)
+            if allowed is not None and bool in allowed and _is_zero_or_one(value):
+                value = bool(value)  # ALF's confs write flags as 0 / 1
+                setattr(self, field.name, value)
             if allowed is None or _has_type(value, allowed):
                 continue
             expected = " or ".join(t.__name__ if t else "None" for t in allowed)
@@ -257,6 +261,11 @@ def _has_type(value, allowed: tuple) -> bool:
     if isinstance(value, numbers.Real):
         return float in allowed
     return str in allowed and isinstance(value, str)
+
+
+def _is_zero_or_one(value) -> bool:
+    """An integer (not a bool) equal to 0 or 1."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value in (0, 1)
 
 
 def _article(name: str) -> str:
