@@ -10,6 +10,7 @@ from alf.utils.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "actor_critic_algorithm": ("ActorCriticAlgorithm",),
+    "agent": ("Agent",),
     "actor_critic_loss": ("ActorCriticLoss",),
     "algorithm": ("Algorithm",),
     "config": ("TrainerConfig",),
@@ -27,6 +28,7 @@ _EXPORTS = {
     ),
     "ddpg_algorithm": ("DdpgAlgorithm", "Td3Algorithm"),
     "dqn_algorithm": ("DqnAlgorithm",),
+    "entropy_target_algorithm": ("EntropyTargetAlgorithm",),
     "frame_stacker": ("FrameStacker",),
     "hindsight_relabeler": ("HindsightExperienceTransformer", "l2_distance_reward_fn"),
     "learners": ("EpochLearner", "Learner", "OnPolicyLearner", "ReplayLearner"),
@@ -37,6 +39,7 @@ _EXPORTS = {
     "rl_algorithm": ("RLAlgorithm",),
     "sac_algorithm": ("SacAlgorithm",),
     "td_loss": ("OneStepTDLoss", "TDLoss"),
+    "trac_algorithm": ("TracAlgorithm",),
     "unroller": ("AlgorithmPolicy", "Unroll", "Unroller"),
 }
 

@@ -11,7 +11,7 @@ import alf.nest as nest
 from alf.algorithms.actor_critic_loss import ActorCriticLoss
 from alf.algorithms.mirror_loss import check_mirror_setup, mirror_info
 from alf.algorithms.on_policy_algorithm import OnPolicyAlgorithm
-from alf.data_structures import AlgStep, TimeStep
+from alf.data_structures import AlgStep, StepType, TimeStep
 from alf.networks.actor_distribution_networks import ActorDistributionNetwork
 from alf.networks.value_networks import ValueNetwork
 from alf.tensor_specs import TensorSpec
@@ -129,6 +129,13 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
         if epsilon_greedy is None:
             epsilon_greedy = getattr(config, "epsilon_greedy", 0.0)
         self._epsilon_greedy = epsilon_greedy
+        self._entropy_target = None
+
+    def set_entropy_target(self, entropy_target) -> None:
+        """Add the bonus of an ``EntropyTargetAlgorithm`` (ALF's
+        ``Agent(enforce_entropy_target=True)``) to the loss: ``-alpha * H`` per step, alpha
+        adjusted after each update to keep the entropy near its target."""
+        self._entropy_target = entropy_target
 
     @property
     def actor_network(self):
@@ -197,7 +204,7 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
     def _entropy_if_used(self, dist):
         """``H[π(·|s)]`` if the loss uses it now (``loss.uses_entropy()``), else ``()``."""
         uses_entropy = getattr(self._loss, "uses_entropy", None)
-        if uses_entropy is None or uses_entropy():
+        if uses_entropy is None or uses_entropy() or self._entropy_target is not None:
             return dist_utils.compute_entropy(dist)
         return ()
 
@@ -208,4 +215,12 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
         return mirror_info(self._actor_network, dist, observation, self._mirror)
 
     def calc_loss(self, info: ActorCriticInfo):
-        return self._loss(info)
+        return self.add_entropy_target_loss(self._loss(info), info)
+
+    def add_entropy_target_loss(self, loss_info, info: ActorCriticInfo):
+        """``loss_info`` plus the entropy-target bonus (``set_entropy_target``), if any."""
+        if self._entropy_target is None:
+            return loss_info
+        mask = info.step_type != StepType.LAST
+        bonus = self._entropy_target.loss(info.entropy, mask)
+        return loss_info._replace(loss=loss_info.loss + bonus)

@@ -24,16 +24,10 @@ import alf
 import alf.summary
 from alf.data_structures import LossInfo, StepType
 from alf.utils import value_ops
-
-
-def element_wise_squared_loss(target: torch.Tensor, prediction: torch.Tensor) -> torch.Tensor:
-    """``(target - prediction)^2`` elementwise."""
-    return (target - prediction) ** 2
-
-
-def element_wise_huber_loss(target: torch.Tensor, prediction: torch.Tensor) -> torch.Tensor:
-    """Huber loss with delta 1, elementwise."""
-    return torch.nn.functional.huber_loss(prediction, target, reduction="none", delta=1.0)
+from alf.utils.losses import (  # noqa: F401 (re-exported: their former home)
+    element_wise_huber_loss,
+    element_wise_squared_loss,
+)
 
 
 class ActorCriticLossInfo(NamedTuple):

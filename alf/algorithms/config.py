@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import alf
+from alf.algorithms import alf_trainer_fields
 
 
 @alf.configurable
@@ -121,6 +122,10 @@ class TrainerConfig:
             ``alf.utils.init_from``.
         init_from_normalizers: with ``init_from``, also take the data transformers'
             state (normalizer statistics); False starts them afresh.
+
+    ALF's other fields (``num_summaries``, ``num_evals``, ``summarize_gradient_noise_scale``,
+    ...) are accepted: ``alf_trainer_fields`` maps each value set to alf's equivalent,
+    warns that it has no effect, or refuses it, naming the field.
     """
 
     root_dir: str | None = None
@@ -167,8 +172,44 @@ class TrainerConfig:
     device: str | None = None
     init_from: str | None = None
     init_from_normalizers: bool = True
+    # ALF's fields that alf has no field for: mapped, warned or refused (alf_trainer_fields)
+    async_eval: Any = None
+    async_unroll: Any = None
+    code_snapshots: Any = None
+    conf_file: Any = None
+    confirm_checkpoint_upon_crash: Any = None
+    ddp_paras_check_interval: Any = None
+    empty_cache: Any = None
+    enable_amp: Any = None
+    eval_uncertainty: Any = None
+    mask_out_loss_for_last_step: Any = None
+    max_unroll_length: Any = None
+    metric_min_buffer_size: Any = None
+    ml_type: Any = None
+    normalize_importance_weights_by_max: Any = None
+    num_evals: Any = None
+    num_summaries: Any = None
+    offline_buffer_dir: Any = None
+    offline_buffer_length: Any = None
+    profiling: Any = None
+    rl_train_after_update_steps: Any = None
+    rl_train_every_update_steps: Any = None
+    summarize_action_distributions: Any = None
+    summarize_first_interval: Any = None
+    summarize_gradient_noise_scale: Any = None
+    summarize_output: Any = None
+    summary_max_queue: Any = None
+    sync_progress_to_envs: Any = None
+    unroll_parameter_update_period: Any = None
+    unroll_queue_size: Any = None
+    unroll_step_interval: Any = None
+    unroll_with_grad: Any = None
+    update_counter_every_mini_batch: Any = None
+    use_root_inputs_for_after_train_iter: Any = None
+    visualize_alf_tree: Any = None
 
     def __post_init__(self):
+        alf_trainer_fields.apply(self)
         self._check()
 
     def _check(self):
@@ -192,10 +233,14 @@ class TrainerConfig:
 
     def _check_types(self):
         """Values of the fields annotated with plain types (``int``, ``float | None``, ...)
-        must have those types; an error names the field, the expected and the given type."""
+        must have those types; an error names the field, the expected and the given type.
+        A flag (``bool``) set to the integer 0 or 1, as ALF's confs do, becomes False / True."""
         for field in dataclasses.fields(self):
             allowed = _SIMPLE_TYPES.get(str(field.type))
             value = getattr(self, field.name)
+            if allowed is not None and bool in allowed and _is_zero_or_one(value):
+                value = bool(value)  # ALF's confs write flags as 0 / 1
+                setattr(self, field.name, value)
             if allowed is None or _has_type(value, allowed):
                 continue
             expected = " or ".join(t.__name__ if t else "None" for t in allowed)
@@ -216,6 +261,11 @@ def _has_type(value, allowed: tuple) -> bool:
     if isinstance(value, numbers.Real):
         return float in allowed
     return str in allowed and isinstance(value, str)
+
+
+def _is_zero_or_one(value) -> bool:
+    """An integer (not a bool) equal to 0 or 1."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value in (0, 1)
 
 
 def _article(name: str) -> str:

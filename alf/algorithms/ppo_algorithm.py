@@ -103,7 +103,8 @@ class PPOAlgorithm(ActorCriticAlgorithm):
 
     def calc_loss(self, info) -> LossInfo:
         """PPO's loss; its ``approx_kl`` is computed only for ``target_kl`` (or summaries)."""
-        return self._loss(info, with_approx_kl=self._target_kl is not None)
+        loss_info = self._loss(info, with_approx_kl=self._target_kl is not None)
+        return self.add_entropy_target_loss(loss_info, info)
 
     def stop_training_epochs(self) -> bool:
         return self._stop_epochs

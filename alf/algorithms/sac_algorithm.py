@@ -150,7 +150,8 @@ class SacAlgorithm(OffPolicyAlgorithm):
         critic_loss_ctor: ``ctor()`` → the ``TDLoss`` of the critics (its
             ``gamma`` is SAC's discount).
         target_entropy: :math:`\\bar{\\mathcal H}`; None for the default
-            (``_default_target_entropy``).
+            (``_default_target_entropy``); a callable (ALF's form, e.g.
+            ``dist_utils.calc_default_target_entropy``) is called with ``action_spec``.
         initial_log_alpha: initial :math:`\\log\\alpha`.
         use_entropy_reward: bootstrap from the soft value
             :math:`\\min_i \\bar Q_i - \\alpha\\log\\pi` (True, SAC) or from
@@ -222,9 +223,11 @@ class SacAlgorithm(OffPolicyAlgorithm):
             if getattr(network, "is_recurrent", False):
                 raise ValueError(f"{name} supports feed-forward networks only: {network.name}")
         self._log_alpha = _LogAlpha(initial_log_alpha)
-        self._target_entropy = (
-            _default_target_entropy(action_spec) if target_entropy is None else target_entropy
-        )
+        if target_entropy is None:
+            target_entropy = _default_target_entropy(action_spec)
+        elif callable(target_entropy):  # ALF's form, e.g. calc_default_target_entropy
+            target_entropy = float(target_entropy(action_spec))
+        self._target_entropy = target_entropy
         self._use_entropy_reward = use_entropy_reward
         self._random_initial_collect = random_initial_collect
         self._critic_loss = critic_loss_ctor()

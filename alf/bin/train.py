@@ -2,6 +2,7 @@ r"""Train a policy: ``python -m alf.bin.train --conf CONF --root_dir DIR``.
 
 * ``--conf``: a Python (``alf.config(...)``) or gin conf file. Optional when
   ``root_dir`` already holds a run: the run's recorded conf is used (resume).
+  ``--gin_file`` is ALF's name of the same flag.
 * ``--conf_param 'Name.arg=value'`` / ``--gin_param 'Name.arg = value'``:
   override any configurable argument (repeatable).
 * ``--random_seed S``, ``--num_threads N`` (``TrainerConfig.random_seed`` /
@@ -62,6 +63,7 @@ from absl import app, flags
 from alf.bin import SetupError, deferred_logs, launch_ranks, lock_directory, one_line, report_error
 
 flags.DEFINE_string("conf", None, "Conf file (.py or .gin).")
+flags.DEFINE_string("gin_file", None, "ALF's name of --conf (a .gin or .py conf file).")
 flags.DEFINE_string("root_dir", None, "Directory for summaries, checkpoints and records.")
 flags.DEFINE_multi_string("conf_param", [], "'Name.arg=value' overrides.")
 flags.DEFINE_multi_string("gin_param", [], "Gin binding overrides, e.g. 'Name.arg = value'.")
@@ -241,6 +243,11 @@ def main(argv) -> int:
     if not FLAGS.root_dir:
         print("alf.bin.train: error: --root_dir is required", file=sys.stderr)
         return 2
+    if FLAGS.gin_file:
+        if FLAGS.conf:
+            print("alf.bin.train: error: give either --conf or --gin_file", file=sys.stderr)
+            return 2
+        FLAGS.conf = FLAGS.gin_file  # ALF's flag name for the conf file
     if FLAGS.dist_timeout is not None:
         os.environ["ALF_DIST_TIMEOUT"] = str(FLAGS.dist_timeout)
     if FLAGS.num_processes != 1:

@@ -8,6 +8,7 @@ target appears: a configurable registers, a config is defined or a gin macro is 
 
 from absl import logging
 
+from alf.configuration import scopes
 from alf.configuration.registry import (
     DEFINED,
     IDENTIFIER_RE,
@@ -84,6 +85,34 @@ def config1(config_name, value, mutable=True, raise_if_used=True):
         PENDING.append(Pending(config_name, value, mutable, raise_if_used))
         return
     assign(entry.slot(arg), f"{entry.full_name}.{arg}", value, mutable, raise_if_used)
+
+
+def config_scoped(scope, config_name, value, mutable=True):
+    """Set ``config_name`` (``'Name.arg'``) for the calls made in gin scope ``scope``
+    (a gin binding ``scope/Name.arg = value``; see ``alf.configuration.scopes``).
+
+    The configurable must be known when the binding is read (one of alf's own, or one
+    whose module the gin file imports first); there are no pending scoped values.
+
+    Raises:
+        ValueError: on an invalid scope or name, an unknown configurable or argument.
+    """
+    scopes.check_scope(scope)
+    check_name(config_name)
+    if "." not in config_name:
+        raise ValueError(
+            f"gin scope '{scope}' on the macro '{config_name}': only arguments of "
+            "configurables ('scope/Name.arg') can be scoped in alf."
+        )
+    prefix, arg = config_name.rsplit(".", 1)
+    entry = find_configurable(prefix)
+    if entry is None:
+        raise unknown_configurable_error(prefix)
+    target_slot = entry.slot(arg)
+    arg = next(name for name, slot in entry.slots.items() if slot is target_slot)
+    slots = scopes.SCOPED.setdefault((scope, entry.full_name), {})
+    slot = slots.setdefault(arg, Slot())
+    assign(slot, f"{scope}/{entry.full_name}.{arg}", value, mutable, raise_if_used=False)
 
 
 def config(prefix_or_dict, mutable=True, raise_if_used=True, **kwargs):
@@ -245,4 +274,7 @@ def check_command_line_applied():
                     f"and an explicit argument wins; change the value where it is passed"
                 )
             unused.append(f"{short}.{arg}")
+    for scope, full_name, arg, slot in scopes.scoped_items():
+        if slot.configured and not slot.used:
+            unused.append(f"{scope}/{full_name.rsplit('.', 1)[-1]}.{arg}")
     return unused

@@ -16,6 +16,7 @@ new ``@alf.configurable`` in alf must be added here.
 ALF_CONFIGURABLES = {
     "alf.algorithms.actor_critic_algorithm": ("ActorCriticAlgorithm",),
     "alf.algorithms.actor_critic_loss": ("ActorCriticLoss",),
+    "alf.algorithms.agent": ("Agent",),
     "alf.algorithms.config": ("TrainerConfig",),
     "alf.algorithms.data_transformer": (
         "ImageScaleTransformer",
@@ -27,6 +28,7 @@ ALF_CONFIGURABLES = {
     ),
     "alf.algorithms.ddpg_algorithm": ("DdpgAlgorithm", "Td3Algorithm"),
     "alf.algorithms.dqn_algorithm": ("DqnAlgorithm",),
+    "alf.algorithms.entropy_target_algorithm": ("EntropyTargetAlgorithm",),
     "alf.algorithms.frame_stacker": ("FrameStacker",),
     "alf.algorithms.hindsight_relabeler": (
         "HindsightExperienceTransformer",
@@ -36,9 +38,11 @@ ALF_CONFIGURABLES = {
     "alf.algorithms.ppo_loss": ("PPOLoss",),
     "alf.algorithms.sac_algorithm": ("SacAlgorithm",),
     "alf.algorithms.td_loss": ("OneStepTDLoss", "TDLoss"),
+    "alf.algorithms.trac_algorithm": ("TracAlgorithm",),
     "alf.environments.alf_gym_wrapper": ("AlfGymWrapper",),
     "alf.environments.alf_wrappers": ("NonEpisodicAgent", "RandomFirstEpisodeLength", "TimeLimit"),
     "alf.environments.envpool_environment": ("EnvpoolEnvironment",),
+    "alf.environments.parallel_environment": ("FastParallelEnvironment",),
     "alf.environments.gym_wrappers": (
         "ContinuousActionClip",
         "FrameGrayScale",
@@ -51,6 +55,7 @@ ALF_CONFIGURABLES = {
     "alf.environments.suite_gym": ("load", "wrap_env"),
     "alf.environments.true_objective": ("TrueObjective",),
     "alf.environments.utils": ("create_environment",),
+    "alf.experience_replayers.replay_buffer": ("ReplayBuffer",),
     "alf.initializers": ("orthogonal_init", "torch_default_init"),
     "alf.networks.actor_distribution_networks": ("ActorDistributionNetwork",),
     "alf.networks.actor_networks": ("ActorNetwork",),
@@ -68,9 +73,13 @@ ALF_CONFIGURABLES = {
         "ValueRNNNetwork",
     ),
     "alf.networks.value_networks": ("ValueNetwork",),
+    "alf.optimizers.adam_tf": ("AdamTF",),
     "alf.optimizers.optimizers": ("Adam", "AdamW", "SGD"),
     "alf.pbt.config": ("PBTConfig",),
     "alf.samplers.config": ("SamplerConfig",),
+    "alf.utils.dist_utils": ("calc_default_target_entropy",),
+    "alf.utils.losses": ("element_wise_huber_loss", "element_wise_squared_loss"),
+    "alf.utils.math_ops": ("clipped_exp",),
     "alf.utils.normalizers": ("AdaptiveNormalizer", "ScalarAdaptiveNormalizer"),
     "alf.utils.schedulers": ("LinearScheduler",),
 }

@@ -4,13 +4,15 @@ Internal module: use ``alf.config_util``. Only gin-config's parser is used: a bi
 ``Name.arg = value`` becomes ``config1('Name.arg', value)``, a binding ``NAME = value``
 sets the gin macro (or defined config) ``NAME``, ``@Name`` / ``@Name()`` / ``%NAME`` become
 the lazy values of ``registry``, ``import`` statements import the module, and
-``include`` statements are handed to the caller's ``include`` function. gin scopes are not
-supported. gin is imported only when a gin statement is parsed.
+``include`` statements are handed to the caller's ``include`` function. A scoped binding
+``scope/Name.arg = value`` applies to the calls made through ``@scope/Name`` only (see
+``scopes``); scoped macros (``%scope/NAME``) are refused. gin is imported only when a gin
+statement is parsed.
 """
 
 import importlib
 
-from alf.configuration.binding import apply_pending_to_name, assign, config1
+from alf.configuration.binding import apply_pending_to_name, assign, config1, config_scoped
 from alf.configuration.registry import MACROS, ConfigurableRef, MacroRef, Slot, named_slot
 
 
@@ -18,17 +20,16 @@ class _GinDelegate:
     """Builds the values of gin references and macros for gin's ``ConfigParser``."""
 
     def configurable_reference(self, scoped_name, evaluate):
-        _check_no_gin_scope(scoped_name)
-        return ConfigurableRef(scoped_name, evaluate)
+        scope, _, name = scoped_name.rpartition("/")
+        return ConfigurableRef(name, evaluate, scope or None)
 
     def macro(self, scoped_name):
-        _check_no_gin_scope(scoped_name)
+        if "/" in scoped_name:
+            raise ValueError(
+                f"scoped gin macros are not supported by alf ('%{scoped_name}'); bind the "
+                "macro without a scope."
+            )
         return MacroRef(scoped_name)
-
-
-def _check_no_gin_scope(name):
-    if "/" in name:
-        raise ValueError(f"gin scopes are not supported by alf ('{name}').")
 
 
 def _gin_import(module, is_from):
@@ -46,8 +47,14 @@ def _gin_import(module, is_from):
 
 def _gin_binding(statement, mutable):
     if statement.scope:
-        _check_no_gin_scope(statement.scope + "/" + statement.selector)
-    if statement.arg_name:
+        name = f"{statement.selector}.{statement.arg_name}"
+        config_scoped(
+            statement.scope,
+            name if statement.arg_name else statement.selector,
+            statement.value,
+            mutable,
+        )
+    elif statement.arg_name:
         config1(f"{statement.selector}.{statement.arg_name}", statement.value, mutable)
     else:
         _set_macro(statement.selector, statement.value, mutable)

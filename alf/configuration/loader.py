@@ -142,9 +142,19 @@ def get_loaded_conf_files():
 
 
 def forget_loaded_conf_files():
-    """Forget which conf files were executed (part of ``reset_configs``)."""
+    """Forget which conf files were executed (part of ``reset_configs``).
+
+    The base confs of ``alf/examples`` imported as Python modules (ALF's ``from
+    alf.examples import ppo_conf``) are dropped from ``sys.modules`` too, so that the
+    next conf importing one runs it again instead of getting the cached module.
+    """
     _LOADED_CONFS.clear()
     _CONF_FILES.clear()
+    for name in [m for m in sys.modules if m.startswith("alf.examples.")]:
+        del sys.modules[name]
+        parent, _, child = name.rpartition(".")
+        if hasattr(sys.modules.get(parent), child):  # else 'from parent import child'
+            delattr(sys.modules[parent], child)  # would return the old module
 
 
 # --------------------------------------------------------------------------- command line

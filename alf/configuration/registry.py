@@ -22,7 +22,7 @@ import inspect
 import re
 import sys
 
-from alf.configuration import catalog
+from alf.configuration import catalog, scopes
 
 NAME_RE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 """A config name: dot-separated identifiers (match it with ``fullmatch``)."""
@@ -144,9 +144,16 @@ class Configurable:
         ]
 
     def slot(self, arg):
-        """The slot of argument ``arg``; a ``ValueError`` suggesting close names if none."""
+        """The slot of argument ``arg``; a ``ValueError`` suggesting close names if none.
+
+        ALF's ``*_network_cls`` argument names (``ARG_ALIASES``) address the ``*_ctor``
+        argument of a configurable that has no argument of the ALF name.
+        """
         if arg in self.slots:
             return self.slots[arg]
+        alias = ARG_ALIASES.get(arg)
+        if alias in self.slots and arg not in self.params:
+            return self.slots[alias]
         if arg in self.params:
             raise ValueError(
                 f"Argument '{arg}' of '{self.full_name}' is not configurable "
@@ -163,12 +170,18 @@ class Configurable:
 
         An argument not configured for this class takes the value configured for the
         nearest configurable base class that has the same argument (as in ALF); an
-        argument the caller passed marks a configured value as ``overridden``.
+        argument the caller passed marks a configured value as ``overridden``. A value
+        bound in an active gin scope (``scopes``) comes before all of these.
         """
         num_args = len(args)
         for name, slot in self.slots.items():
             if name in kwargs or self._positions.get(name, num_args) < num_args:
                 slot.overridden = slot.overridden or slot.configured
+                continue
+            scoped = scopes.scoped_slot_for(self.full_name, name)
+            if scoped is not None:  # a gin scope active now binds it (scopes.py)
+                kwargs[name] = scoped.resolved_value()
+                scoped.used = True
                 continue
             source = slot if slot.configured else self._inherited(name)
             if source is not None:
@@ -187,6 +200,14 @@ class Configurable:
         return None
 
 
+ARG_ALIASES = {
+    "actor_network_cls": "actor_network_ctor",
+    "critic_network_cls": "critic_network_ctor",
+    "q_network_cls": "q_network_ctor",
+    "value_network_cls": "value_network_ctor",
+}
+"""ALF's argument name -> alf's name of the same argument (see ``Configurable.slot``)."""
+
 REGISTRY = {}  # full name -> Configurable; survives reset_registry()
 CLASS_ENTRIES = {}  # configurable class -> its Configurable (for inherited values)
 DEFINED = {}  # define_config name -> Slot
@@ -204,6 +225,7 @@ def reset_registry():
     MACROS.clear()
     PENDING.clear()
     TYPED_PREFIXES.clear()
+    scopes.reset_scopes()
 
 
 def named_slot(name):
@@ -347,11 +369,13 @@ def _import_attribute(dotted_name):
 
 class ConfigurableRef:
     """A gin ``@Name`` (the configurable itself) or ``@Name()`` (the result of calling it,
-    evaluated anew at every use)."""
+    evaluated anew at every use); with a gin scope (``@scope/Name``) every call of it runs
+    in that scope (``scopes.in_scope``)."""
 
-    def __init__(self, name, evaluate):
+    def __init__(self, name, evaluate, scope=None):
         self.name = name
         self.evaluate = evaluate
+        self.scope = scope
 
     def resolve(self, evaluate=True):
         """The callable, or the result of calling it when ``self.evaluate and evaluate``;
@@ -363,12 +387,15 @@ class ConfigurableRef:
                 f"Unknown configurable in gin reference '{self!r}'."
                 + suggestion(self.name, suffix_pool(len(self.name.split("."))))
             )
+        if self.scope:
+            target = scopes.in_scope(self.scope, target)
         if not self.evaluate:
             return target
         return target() if evaluate else self
 
     def __repr__(self):
-        return "@" + self.name + ("()" if self.evaluate else "")
+        scope = self.scope + "/" if self.scope else ""
+        return "@" + scope + self.name + ("()" if self.evaluate else "")
 
 
 class MacroRef:

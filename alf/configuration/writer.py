@@ -13,6 +13,7 @@ import inspect
 import math
 import sys
 
+from alf.configuration import scopes
 from alf.configuration.binding import validate_pending_configs
 from alf.configuration.loader import CONF_MODULE_PREFIX
 from alf.configuration.registry import (
@@ -103,6 +104,8 @@ class _Renderer:
         ``value`` is a value reported by ``get_operative_configs``: macros and ``@Name``
         are already resolved, an ``@Name()`` is rendered as the call ``module.Name()``.
         """
+        if isinstance(value, ConfigurableRef) and value.scope:
+            raise _NotRenderable(repr(value))  # its scoped values: see _format_scoped
         if isinstance(value, ConfigurableRef):
             text = self.render_global(_ref_target(value))
             return text + "()" if value.evaluate else text
@@ -248,7 +251,21 @@ def operative_config_str():
     header = ["# Operative configuration written by alf.config_util.operative_config_str().", ""]
     imports = ["import alf"] + [f"import {m}" for m in sorted(renderer.imports)]
     unused = _format_inoperative()
-    return "\n".join(header + imports + body + _format_defaults(dict(configs)) + unused) + "\n"
+    lines = header + imports + body + _format_scoped() + _format_defaults(dict(configs)) + unused
+    return "\n".join(lines) + "\n"
+
+
+def _format_scoped() -> list[str]:
+    """Comment lines listing the gin-scoped values (they have no ``alf.config`` form: they
+    apply only to calls made through ``@scope/Name``; see ``scopes``)."""
+    lines = [
+        f"#   {scope}/{full_name}.{arg} = {slot.value!r}" + ("" if slot.used else "  (not used)")
+        for scope, full_name, arg, slot in scopes.scoped_items()
+        if slot.configured
+    ]
+    if not lines:
+        return []
+    return ["", "# gin-scoped values (gin syntax; they apply inside @scope/Name only):"] + lines
 
 
 def _format_inoperative() -> list[str]:

@@ -30,7 +30,7 @@ _EXPORTS = {
         "MirrorWrapper",
         "NormalizedAction",
     ),
-    "parallel_environment": ("ParallelAlfEnvironment",),
+    "parallel_environment": ("FastParallelEnvironment", "ParallelAlfEnvironment"),
     "process_environment": ("ProcessEnvironment",),
     "thread_environment": ("ThreadEnvironment",),
     "utils": ("create_environment",),

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import torch
 
+import alf
 import alf.nest as nest
 from alf.data_structures import TimeStep
 from alf.environments.alf_environment import AlfEnvironment
@@ -284,3 +285,12 @@ class ParallelAlfEnvironment(AlfEnvironment):
             for buffer in self._buffers:
                 buffer.close()
             self._buffers = ()
+
+
+@alf.configurable
+class FastParallelEnvironment(ParallelAlfEnvironment):
+    """ALF's name of the multi-process environment: ``ParallelAlfEnvironment``, configurable
+    as ``FastParallelEnvironment`` (``alf.config('FastParallelEnvironment',
+    start_method='spawn')``). ``create_environment`` builds this class by default; the
+    arguments it passes itself (``start_serially``, ``flatten``, ...) win over configured
+    ones, so configure those on ``create_environment``."""

@@ -13,7 +13,9 @@ means no limit. The limit is always alf's ``TimeLimit`` (gymnasium's own
 
 Any gymnasium id works, including ``'some.module:EnvId-v0'``: gymnasium imports
 the module (which registers the id) inside ``gym.make``, so the same id also
-works in a freshly started subprocess.
+works in a freshly started subprocess. ALF's gym ids that gymnasium renamed
+(``Pendulum-v0``, ``BipedalWalker-v2``, MuJoCo ``-v2``/``-v3``...) are translated with a
+warning naming both ids (``gym_ids``).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from collections.abc import Callable, Sequence
 import gymnasium as gym
 
 import alf
-from alf.environments import alf_wrappers, gym_wrappers
+from alf.environments import alf_wrappers, gym_ids, gym_wrappers
 from alf.environments.alf_environment import AlfEnvironment
 from alf.environments.alf_gym_wrapper import AlfGymWrapper
 
@@ -71,7 +73,7 @@ def find_env_spec(environment_name: str) -> gym.envs.registration.EnvSpec:
     Raises:
         ValueError: the id is not registered; the message lists close ids.
     """
-    env_name = _import_env_module(environment_name)
+    env_name = _import_env_module(gym_ids.translate_env_id(environment_name))
     registry = gym.envs.registry
     if env_name not in registry:
         env_name = _latest_version_id(env_name) or env_name

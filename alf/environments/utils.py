@@ -26,7 +26,7 @@ from alf.environments import suite_gym
 from alf.environments.alf_environment import AlfEnvironment
 from alf.environments.batched_environment import BatchedEnvironment, member_seeds
 from alf.environments.envpool_environment import EnvpoolEnvironment
-from alf.environments.parallel_environment import ParallelAlfEnvironment
+from alf.environments.parallel_environment import FastParallelEnvironment
 from alf.environments.thread_environment import ThreadEnvironment
 
 
@@ -83,7 +83,7 @@ def create_environment(
     start_serially: bool = True,
     num_spare_envs: int = 0,
     torch_num_threads_per_env: int = 1,
-    parallel_environment_ctor: Callable = ParallelAlfEnvironment,
+    parallel_environment_ctor: Callable = FastParallelEnvironment,
     seed: int | None = None,
     batch_size_per_env: int = 1,
     restart_on_crash: bool = False,
@@ -103,7 +103,7 @@ def create_environment(
         num_parallel_environments: number of envs ``N`` (the batch size).
         nonparallel: run all envs in the main process.
         flatten: workers exchange data through shared memory (see
-            ``ParallelAlfEnvironment``).
+            ``FastParallelEnvironment``, ALF's name of ``ParallelAlfEnvironment``).
         start_serially: start the workers one after the other.
         num_spare_envs: spare envs of ALF; must be 0 (not supported).
         torch_num_threads_per_env: torch threads in each worker.

@@ -3,7 +3,7 @@
 Switch the task with ``--conf_param "create_environment.env_name='Hopper-v5'"``
 (or ``'Walker2d-v5'``, ``'Ant-v5'``). Hyperparameters are rl-baselines3-zoo's
 SAC MuJoCo entry (``learning_starts: 10000``, everything else Stable-Baselines3's
-SAC defaults, ``sac_conf.py``): 256x256 ReLU actor and twin critics, Adam lr 3e-4
+SAC defaults, ``sac_sb3_conf.py``): 256x256 ReLU actor and twin critics, Adam lr 3e-4
 for actor, critics and α, batch 256, gamma 0.99, tau 0.005, replay buffer 1e6, one
 gradient step per env step, automatic entropy tuning from α = 1 with target entropy
 -dim(A), 1e6 env steps. One env in the main process.
@@ -26,7 +26,7 @@ from alf.algorithms.sac_algorithm import SquashedNormalActorNetwork
 from alf.initializers import torch_default_init
 from alf.networks.critic_networks import CriticNetwork
 
-alf.import_config("sac_conf.py")
+alf.import_config("sac_sb3_conf.py")
 
 alf.config("create_environment", env_name="HalfCheetah-v5")
 hidden = (256, 256)

@@ -1,6 +1,6 @@
 """SAC on Pendulum-v1 (one env in the main process, one gradient step per env step).
 
-Hyperparameters are Stable-Baselines3's SAC defaults (``sac_conf.py``) with
+Hyperparameters are Stable-Baselines3's SAC defaults (``sac_sb3_conf.py``) with
 rl-baselines3-zoo's Pendulum-v1 entry (which only sets ``learning_rate: 1e-3`` and
 20,000 steps), so the two can be compared directly (``benchmarks/sac_pendulum.py``):
 256x256 ReLU actor and twin critics, Adam lr 1e-3 for actor, critics and α, batch 256,
@@ -13,7 +13,7 @@ AverageReturn around -150 after 10-20k steps.
 import alf
 from alf.optimizers import Adam
 
-alf.import_config("sac_conf.py")
+alf.import_config("sac_sb3_conf.py")
 
 alf.config("create_environment", env_name="Pendulum-v1")
 lr = 1e-3

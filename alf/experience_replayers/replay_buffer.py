@@ -27,14 +27,21 @@ import math
 
 import torch
 
+import alf
 import alf.nest as nest
 from alf.data_structures import BatchInfo, StepType
 from alf.experience_replayers.segment_tree import MinTree, SumTree
 from alf.utils.schedulers import as_scheduler
 
 
+@alf.configurable
 class ReplayBuffer:
     """Ring buffer of experience, one ring per environment.
+
+    A configurable, as in ALF: the learner passes the sizes and the priority settings
+    from ``TrainerConfig`` (so configure those there); ``enable_checkpoint`` is read
+    from the conf (``ReplayBuffer.enable_checkpoint = False`` leaves the buffer out of
+    checkpoints, as ``TrainerConfig.checkpoint_replay_buffer=False`` does).
 
     Args:
         data_spec: nest of ``TensorSpec`` of one step (no batch dim).
@@ -50,6 +57,8 @@ class ReplayBuffer:
             over training).
         priority_eps: the smallest priority ``update_priority`` stores (keeps every
             step reachable).
+        enable_checkpoint: save the buffer in checkpoints (when
+            ``TrainerConfig.checkpoint_replay_buffer`` is True too).
     """
 
     def __init__(
@@ -63,7 +72,9 @@ class ReplayBuffer:
         priority_alpha: float = 0.7,
         priority_beta=0.4,
         priority_eps: float = 1e-6,
+        enable_checkpoint: bool = True,
     ):
+        self.enable_checkpoint = enable_checkpoint
         self._data_spec = data_spec
         self._num_envs = num_environments
         self._max_length = max_length

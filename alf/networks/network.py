@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch.nn.modules import module as _module
 
 import alf.nest as nest
+from alf.configuration import scopes
 from alf.tensor_specs import zeros_from_spec
 
 
@@ -49,6 +50,8 @@ class Network(nn.Module):
         # Recorded before nn.Module.__init__, so bypass nn.Module.__setattr__.
         object.__setattr__(obj, "_ctor_args", args)
         object.__setattr__(obj, "_ctor_kwargs", kwargs)
+        # the gin scopes active now: copy() builds the twin with the same scoped values
+        object.__setattr__(obj, "_ctor_scopes", scopes.active_scopes())
         return obj
 
     def __init__(self, input_tensor_spec, state_spec=(), name="Network"):
@@ -125,21 +128,23 @@ class Network(nn.Module):
 
         The copy has freshly initialized, independent parameters (weights are not
         copied). Constructor arguments that are networks are copied the same way,
-        other ``nn.Module`` arguments are deep-copied, so nothing is shared.
+        other ``nn.Module`` arguments are deep-copied, so nothing is shared. It is built
+        in the gin scopes the original was built in, so it gets the same scoped values.
 
         Args:
             name: name of the copy; the original name when None.
         """
-        args = [nest.map_structure(_copy_arg, a) for a in self._ctor_args]
-        kwargs = {k: nest.map_structure(_copy_arg, v) for k, v in self._ctor_kwargs.items()}
-        if name is not None:
-            bound = self._bound_ctor_args()
-            if bound is not None and "name" in bound.signature.parameters:
-                bound = bound.signature.bind(None, *args, **kwargs)
-                bound.arguments["name"] = name
-                return type(self)(*bound.args[1:], **bound.kwargs)
-            kwargs["name"] = name
-        return type(self)(*args, **kwargs)
+        with scopes.scopes_activated(getattr(self, "_ctor_scopes", ())):
+            args = [nest.map_structure(_copy_arg, a) for a in self._ctor_args]
+            kwargs = {k: nest.map_structure(_copy_arg, v) for k, v in self._ctor_kwargs.items()}
+            if name is not None:
+                bound = self._bound_ctor_args()
+                if bound is not None and "name" in bound.signature.parameters:
+                    bound = bound.signature.bind(None, *args, **kwargs)
+                    bound.arguments["name"] = name
+                    return type(self)(*bound.args[1:], **bound.kwargs)
+                kwargs["name"] = name
+            return type(self)(*args, **kwargs)
 
     def forward(self, inputs, state=()):
         raise NotImplementedError

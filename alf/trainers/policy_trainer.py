@@ -281,6 +281,8 @@ class PolicyTrainer:
         buffer = self._algorithm.replay_buffer
         if buffer is None or not self._config.checkpoint_replay_buffer:
             return {}
+        if not getattr(buffer, "enable_checkpoint", True):  # ReplayBuffer.enable_checkpoint
+            return {}
         state = buffer.state_dict()
         nbytes = buffer.state_nbytes(state)
         if nbytes > _REPLAY_BUFFER_WARN_BYTES:

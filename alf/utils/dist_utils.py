@@ -28,6 +28,7 @@ import torch.distributions as td
 import torch.nn.functional as F
 from torch.distributions import constraints
 
+import alf
 import alf.nest as nest
 from alf.tensor_specs import TensorSpec
 
@@ -451,3 +452,36 @@ def params_to_distributions(nests, nest_spec):
     if isinstance(nest_spec, (list, tuple)):
         return type(nest_spec)(params_to_distributions(n, s) for n, s in zip(nests, nest_spec))
     return nests
+
+
+@alf.configurable(blacklist=["spec"])
+def calc_default_target_entropy(spec, min_prob: float = 0.1) -> float:
+    """ALF's default target entropy of an action spec: the entropy of a policy that is
+    nearly decided, summed over the action dims.
+
+    For a continuous dim on ``[m, M]``, the entropy of a uniform density on an interval
+    of width ``min_prob * (M - m)``: ``log((M - m) * min_prob)``. For a discrete dim with
+    ``N`` values, the entropy of probability ``1 - min_prob`` on one value and
+    ``min_prob / (N - 1)`` on each other one (0 when ``N == 1``).
+
+    Args:
+        spec: a ``BoundedTensorSpec``.
+        min_prob: the share of probability not on the peak (see above).
+
+    Returns:
+        float: the target entropy.
+    """
+    import numpy as np
+
+    low, high, _ = np.broadcast_arrays(spec.minimum, spec.maximum, np.zeros(spec.shape))
+    total = 0.0
+    for m, big_m in zip(low.reshape(-1), high.reshape(-1)):
+        if spec.is_continuous:
+            total += math.log((float(big_m) - float(m)) * min_prob)
+            continue
+        num = int(big_m) - int(m) + 1
+        if num > 1:
+            total += -min_prob * math.log(min_prob / (num - 1)) - (1 - min_prob) * math.log(
+                1 - min_prob
+            )
+    return total

@@ -6,12 +6,15 @@ from collections.abc import Iterable
 
 import torch
 
+import alf
+
 
 def identity(x):
     """Return ``x`` unchanged (the "no activation" activation)."""
     return x
 
 
+@alf.configurable(blacklist=["x"])
 def clipped_exp(x, clip_value_min=-20.0, clip_value_max=2.0):
     """``exp(clamp(x))``: a std transform that can neither vanish nor explode."""
     return torch.exp(torch.clamp(x, clip_value_min, clip_value_max))

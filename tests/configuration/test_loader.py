@@ -99,7 +99,7 @@ def test_import_config_searches_alf_config_path(tmp_path, monkeypatch):
 def test_gin_errors_name_the_culprit(tmp_path):
     cases = {
         "syntax.gin": ("cfg_scale.factor = = 1\n", r"Cannot parse gin config .*syntax.gin"),
-        "scope.gin": ("train/cfg_scale.factor = 1\n", "gin scopes are not supported"),
+        "scope.gin": ("cfg_scale.factor = %train/M\n", "scoped gin macros are not supported"),
         "arg.gin": ("\ncfg_scale.fact = 1\n", r"arg.gin, line 2: .*Did you mean 'factor'"),
         "import.gin": ("import no_such_module_xyz\n", "Cannot import 'no_such_module_xyz'"),
     }

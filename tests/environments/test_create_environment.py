@@ -10,7 +10,7 @@ import alf
 from alf.data_structures import StepType
 from alf.environments import suite_gym
 from alf.environments.batched_environment import BatchedEnvironment
-from alf.environments.parallel_environment import ParallelAlfEnvironment
+from alf.environments.parallel_environment import FastParallelEnvironment
 from alf.environments.process_environment import EnvironmentProcessError
 from alf.environments.thread_environment import ThreadEnvironment
 from alf.environments.utils import create_environment
@@ -42,8 +42,8 @@ def _random_actions(num_steps, batch_size, seed=0):
     [
         (dict(num_parallel_environments=1, nonparallel=True), ThreadEnvironment, 0),
         (dict(num_parallel_environments=3, nonparallel=True), BatchedEnvironment, 0),
-        (dict(num_parallel_environments=3), ParallelAlfEnvironment, 3),
-        (dict(num_parallel_environments=4, batch_size_per_env=2), ParallelAlfEnvironment, 2),
+        (dict(num_parallel_environments=3), FastParallelEnvironment, 3),
+        (dict(num_parallel_environments=4, batch_size_per_env=2), FastParallelEnvironment, 2),
     ],
 )
 def test_backends_and_env_ids(kwargs, expected_type, num_workers):

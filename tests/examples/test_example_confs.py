@@ -10,10 +10,14 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "alf", "examples")
+#: ALF-style base confs: they set no environment (DDPG's would fail on the default
+#: CartPole); the confs of tests/confs/alf_style build on them (test_alf_style_confs.py).
+BASE_CONFS = {"ppo_conf.py", "sac_conf.py", "ddpg_conf.py", "ppo.gin", "sac.gin"}
 CONFS = sorted(
     os.path.basename(p)
     for p in glob.glob(os.path.join(EXAMPLES, "*_conf.py"))
     + glob.glob(os.path.join(EXAMPLES, "*.gin"))
+    if os.path.basename(p) not in BASE_CONFS
 )
 _SHRINK = [
     "TrainerConfig.num_iterations=2",
@@ -42,6 +46,8 @@ def _run(args, timeout=240):
 
 def test_examples_exist():
     assert "ppo_cart_pole_conf.py" in CONFS and "ppo_cart_pole.gin" in CONFS
+    assert "sac_sb3_conf.py" in CONFS
+    assert all(os.path.isfile(os.path.join(EXAMPLES, name)) for name in BASE_CONFS)
     assert {"ac_cart_pole_conf.py", "ppo_pendulum_conf.py", "ppo_mujoco_conf.py"} <= set(CONFS)
 
 
