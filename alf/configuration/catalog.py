@@ -37,7 +37,13 @@ ALF_CONFIGURABLES = {
     "alf.algorithms.sac_algorithm": ("SacAlgorithm",),
     "alf.algorithms.td_loss": ("OneStepTDLoss", "TDLoss"),
     "alf.environments.alf_gym_wrapper": ("AlfGymWrapper",),
-    "alf.environments.alf_wrappers": ("NonEpisodicAgent", "RandomFirstEpisodeLength", "TimeLimit"),
+    "alf.environments.alf_wrappers": (
+        "AtariTerminalOnLifeLossWrapper",
+        "NonEpisodicAgent",
+        "RandomFirstEpisodeLength",
+        "TimeLimit",
+    ),
+    "alf.environments.atari_preprocessing": ("DMAtariPreprocessing",),
     "alf.environments.envpool_environment": ("EnvpoolEnvironment",),
     "alf.environments.gym_wrappers": (
         "ContinuousActionClip",
@@ -48,6 +54,7 @@ ALF_CONFIGURABLES = {
         "MirrorWrapper",
         "NormalizedAction",
     ),
+    "alf.environments.suite_atari": ("load",),
     "alf.environments.suite_gym": ("load", "wrap_env"),
     "alf.environments.true_objective": ("TrueObjective",),
     "alf.environments.utils": ("create_environment",),

@@ -13,13 +13,17 @@ means no limit. The limit is always alf's ``TimeLimit`` (gymnasium's own
 
 Any gymnasium id works, including ``'some.module:EnvId-v0'``: gymnasium imports
 the module (which registers the id) inside ``gym.make``, so the same id also
-works in a freshly started subprocess.
+works in a freshly started subprocess. Atari ids (``'BreakoutNoFrameskip-v4'``,
+``'ALE/Breakout-v5'``) are registered by importing ``ale_py``, which is done when an
+id is not found and ale-py is installed (``suite_atari`` loads them preprocessed).
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
+import importlib.util
+import sys
 from collections.abc import Callable, Sequence
 
 import gymnasium as gym
@@ -43,6 +47,14 @@ def _import_env_module(environment_name: str) -> str:
             f"(which should register '{env_name}') failed: {e}"
         ) from e
     return env_name
+
+
+def _register_ale_envs() -> bool:
+    """Import ``ale_py`` (registering the Atari ids) if installed; whether it was imported."""
+    if "ale_py" in sys.modules or importlib.util.find_spec("ale_py") is None:
+        return False
+    importlib.import_module("ale_py")
+    return True
 
 
 def _latest_version_id(env_name: str) -> str | None:
@@ -73,6 +85,8 @@ def find_env_spec(environment_name: str) -> gym.envs.registration.EnvSpec:
     """
     env_name = _import_env_module(environment_name)
     registry = gym.envs.registry
+    if env_name not in registry and _register_ale_envs():
+        registry = gym.envs.registry
     if env_name not in registry:
         env_name = _latest_version_id(env_name) or env_name
     if env_name in registry:
