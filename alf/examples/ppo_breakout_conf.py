@@ -7,6 +7,8 @@ range 0.1 both decaying linearly to 0, entropy coefficient 0.01, value coefficie
 and SB3's PPO defaults: gamma 0.99, GAE lambda 0.95, gradient norm clipped at 0.5, Adam
 eps 1e-5, advantages normalized per minibatch, orthogonal init (gain sqrt 2; policy 0.01,
 value 1), 10M agent steps (40M frames). Nature-CNN: 32 8x8/4, 64 4x4/2, 64 3x3/1, fc 512.
+The two linear schedules run over 10M env steps whatever ``num_env_steps`` is, so a shorter
+run (``benchmarks/atari_ppo.py``) follows the start of the 10M-step run it is compared with.
 
 The Atari setup is ``suite_atari.load`` (``DMAtariPreprocessing``: frame skip 4 with
 max-pooling, 84x84 gray, 1-30 no-op starts, FIRE; a lost life has discount 0 for the values
@@ -35,6 +37,16 @@ from alf.networks.actor_distribution_networks import ActorDistributionNetwork
 from alf.networks.projection_networks import CategoricalProjectionNetwork
 from alf.networks.value_networks import ValueNetwork
 from alf.optimizers import Adam
+from alf.utils.schedulers import LinearScheduler
+
+#: rl-baselines3-zoo's budget: 10M agent steps; the schedules decay to 0 over it.
+TOTAL_ENV_STEPS = 10_000_000
+
+
+def linear_to_zero(start: float) -> LinearScheduler:
+    """SB3's ``lin_<start>`` over ``TOTAL_ENV_STEPS`` env steps."""
+    return LinearScheduler([(0, start), (TOTAL_ENV_STEPS, 0.0)], progress_type="env_steps")
+
 
 alf.config(
     "create_environment",
@@ -58,7 +70,7 @@ alf.config(
     normalize_advantages=True,
     entropy_regularization=0.01,
     td_loss_weight=0.5,
-    importance_ratio_clipping=[(0, 0.1), (1, 0.0)],  # linear decay to 0
+    importance_ratio_clipping=linear_to_zero(0.1),
 )
 alf.config(
     "PPOAlgorithm",
@@ -79,7 +91,7 @@ alf.config(
         last_kernel_initializer=functools.partial(torch.nn.init.orthogonal_, gain=1.0),
     ),
     loss_class=PPOLoss,
-    optimizer=Adam(lr=[(0, 2.5e-4), (1, 0.0)], eps=1e-5, gradient_clipping=0.5),
+    optimizer=Adam(lr=linear_to_zero(2.5e-4), eps=1e-5, gradient_clipping=0.5),
 )
 alf.config(
     "TrainerConfig",
@@ -91,7 +103,7 @@ alf.config(
     num_updates_per_train_iter=4,
     # FrameStacker reads the 3 frames before the unroll from the buffer (frame_stacker.py).
     replay_buffer_length=128 + 3,
-    num_env_steps=10_000_000,
+    num_env_steps=TOTAL_ENV_STEPS,
     num_iterations=0,
     evaluate=True,
     eval_interval=100,

@@ -184,3 +184,23 @@ def test_life_loss_wrapper_needs_lives():
 
     with pytest.raises(ValueError, match="AtariTerminalOnLifeLossWrapper: the env_info .* 'lives'"):
         AtariTerminalOnLifeLossWrapper(suite_gym.load("CartPole-v1"))
+
+
+def test_configured_by_name_in_a_conf():
+    import alf
+
+    alf.reset_configs()
+    try:
+        alf.config("suite_atari.load", max_episode_steps=3, terminal_on_life_loss=False)
+        alf.config("DMAtariPreprocessing", screen_size=42)
+        env = create_environment(
+            BREAKOUT, env_load_fn=suite_atari.load, num_parallel_environments=1, nonparallel=True
+        )
+        assert tuple(env.observation_spec().shape) == (1, 42, 42)
+        ts = env.reset()
+        for _ in range(3):
+            ts = env.step(torch.zeros(1, dtype=torch.int64))
+        assert ts.step_type[0] == StepType.LAST and float(ts.discount[0]) == 1.0
+        env.close()
+    finally:
+        alf.reset_configs()
