@@ -57,6 +57,7 @@ def alf_params(env_name: str, env_steps: int, num_threads: int) -> list[str]:
         f"TrainerConfig.num_eval_episodes={NUM_EVAL_EPISODES}",
         f"TrainerConfig.num_threads={num_threads}",
         "TrainerConfig.num_checkpoints=1",
+        "TrainerConfig.summary_interval=1",  # the curve, and the last iteration's metrics
     ]
 
 

@@ -11,6 +11,7 @@ def test_alf_params_whole_iterations_and_only_the_final_evaluation():
     assert "TrainerConfig.eval_interval=245" in params
     assert "create_environment.env_name='PongNoFrameskip-v4'" in params
     assert "TrainerConfig.num_threads=2" in params
+    assert "TrainerConfig.summary_interval=1" in params
 
 
 def test_record_counts_frames_and_the_last_values():
