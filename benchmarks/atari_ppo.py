@@ -20,8 +20,8 @@ Published reference (``PUBLISHED``): rl-baselines3-zoo's ``benchmark.md`` gives 
 final scores of its trained agents, after 10M agent steps (40M frames): PPO
 BreakoutNoFrameskip-v4 398.0 +/- 33.3 (60 episodes), PongNoFrameskip-v4 21.0 +/- 0.1 (90
 episodes). No published SB3 number at a budget of a few million frames was found (the
-learning curves of SB3's PPO Atari runs, DLR-RM/stable-baselines3 PR #110 and the
-openrlbenchmark reports, are plots), which is why ``--sb3`` measures one here.
+learning curves of SB3's PPO Atari runs, linked from SB3's PPO documentation, and the
+openrlbenchmark reports are plots), which is why ``--sb3`` measures one here.
 """
 
 from __future__ import annotations
