@@ -15,6 +15,7 @@ scores) along the way and at the end, and the final evaluation's return.
 ``CnnPolicy``, its schedules also following the 10M-step run) for the same frames, at the
 same time as alf (two processes, ``--num_threads`` each), and reports the same numbers from
 its ``Monitor`` (whole games, unclipped) and a final 10-game deterministic evaluation.
+SB3's ``AtariWrapper`` needs OpenCV: ``pip install opencv-python-headless`` (not an alf extra).
 
 Published reference (``PUBLISHED``): rl-baselines3-zoo's ``benchmark.md`` gives only the
 final scores of its trained agents, after 10M agent steps (40M frames): PPO
