@@ -26,6 +26,7 @@ setup(
     extras_require={
         "mujoco": ["mujoco>=3.0", "gymnasium[mujoco]>=1.0"],
         "envpool": ["envpool>=0.8"],  # create_environment.batched_backend='envpool'
+        "atari": ["ale-py>=0.9"],  # alf.environments.suite_atari (the ROMs ship with ale-py)
         "test": ["pytest>=7", "pytest-timeout>=2.1", "psutil>=5.9", "ruff>=0.5"],
         "video": ["imageio>=2.30", "imageio-ffmpeg>=0.4"],
         "benchmarks": ["stable-baselines3>=2.3"],

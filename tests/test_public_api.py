@@ -18,7 +18,7 @@ PACKAGES = {
     "alf": 12,
     "alf.algorithms": 38,
     "alf.data_structures": 10,
-    "alf.environments": 23,
+    "alf.environments": 26,
     "alf.networks": 14,
     "alf.optimizers": 5,
 }
@@ -61,6 +61,12 @@ def test_alf_import_paths():
     assert suite_gym is sys.modules["alf.environments.suite_gym"]
     assert alf_wrappers is sys.modules["alf.environments.alf_wrappers"]
     assert create_environment is sys.modules["alf.environments.utils"].create_environment
+    # ALF's Atari paths: gym_wrappers.DMAtariPreprocessing, alf_wrappers.AtariTerminal...
+    from alf.environments import gym_wrappers, suite_atari
+
+    assert gym_wrappers.DMAtariPreprocessing.__module__ == "alf.environments.atari_preprocessing"
+    assert alf_wrappers.AtariTerminalOnLifeLossWrapper.__module__ == alf_wrappers.__name__
+    assert suite_atari is sys.modules["alf.environments.suite_atari"]
     assert ActorDistributionNetwork.__module__ == "alf.networks.actor_distribution_networks"
     assert ValueNetwork.__module__ == "alf.networks.value_networks"
     assert Adam is sys.modules["alf.optimizers.optimizers"].Adam

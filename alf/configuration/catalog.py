@@ -40,7 +40,13 @@ ALF_CONFIGURABLES = {
     "alf.algorithms.td_loss": ("OneStepTDLoss", "TDLoss"),
     "alf.algorithms.trac_algorithm": ("TracAlgorithm",),
     "alf.environments.alf_gym_wrapper": ("AlfGymWrapper",),
-    "alf.environments.alf_wrappers": ("NonEpisodicAgent", "RandomFirstEpisodeLength", "TimeLimit"),
+    "alf.environments.alf_wrappers": (
+        "AtariTerminalOnLifeLossWrapper",
+        "NonEpisodicAgent",
+        "RandomFirstEpisodeLength",
+        "TimeLimit",
+    ),
+    "alf.environments.atari_preprocessing": ("DMAtariPreprocessing",),
     "alf.environments.envpool_environment": ("EnvpoolEnvironment",),
     "alf.environments.parallel_environment": ("FastParallelEnvironment",),
     "alf.environments.gym_wrappers": (
@@ -52,6 +58,7 @@ ALF_CONFIGURABLES = {
         "MirrorWrapper",
         "NormalizedAction",
     ),
+    "alf.environments.suite_atari": ("load",),
     "alf.environments.suite_gym": ("load", "wrap_env"),
     "alf.environments.true_objective": ("TrueObjective",),
     "alf.environments.utils": ("create_environment",),

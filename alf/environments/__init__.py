@@ -8,13 +8,15 @@ first access (``alf.utils.lazy_exports``): a process worker importing
 
 from alf.utils.lazy_exports import lazy_exports
 
-_SUBMODULES = ("alf_wrappers", "gym_wrappers", "suite_gym")
+_SUBMODULES = ("alf_wrappers", "gym_wrappers", "suite_atari", "suite_gym")
 
 _EXPORTS = {
     "alf_environment": ("AlfEnvironment",),
     "alf_gym_wrapper": ("AlfGymWrapper",),
+    "atari_preprocessing": ("DMAtariPreprocessing",),
     "alf_wrappers": (
         "AlfEnvironmentBaseWrapper",
+        "AtariTerminalOnLifeLossWrapper",
         "NonEpisodicAgent",
         "RandomFirstEpisodeLength",
         "TimeLimit",

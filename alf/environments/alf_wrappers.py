@@ -7,6 +7,8 @@
   steps, which de-synchronizes the episodes of parallel envs.
 - ``NonEpisodicAgent``: turns every LAST with discount 0 into discount 1 (for
   agents that must not see terminations as the end of the world).
+- ``AtariTerminalOnLifeLossWrapper``: discount 0 at the step an Atari game loses a life,
+  the game (the episode) going on.
 
 A wrapper sees the auto reset of ``AlfEnvironment.step`` at its own level: the
 step after a LAST produced by the wrapper (or the wrapped env) resets the
@@ -200,4 +202,49 @@ class NonEpisodicAgent(AlfEnvironmentBaseWrapper):
         time_step = self._env.step(action)
         if time_step.is_last():
             time_step = time_step._replace(discount=self._ONE.copy())
+        return time_step
+
+
+@alf.configurable
+class AtariTerminalOnLifeLossWrapper(AlfEnvironmentBaseWrapper):
+    """Discount 0 at the step that loses a life: a lost life is terminal for the values.
+
+    The step stays a MID and the game goes on, so the episode (and its metrics: return,
+    length) is the whole game, as in evaluation; only the value of the step before it is
+    not bootstrapped (docs/atari.md compares this with Stable-Baselines3's
+    ``EpisodicLifeEnv``). Lives are read from ``env_info[lives_key]``, which
+    ``DMAtariPreprocessing`` (``suite_atari.load``) provides.
+
+    Args:
+        env: an unbatched ``AlfEnvironment`` whose ``env_info`` has ``lives_key``.
+        lives_key: the ``env_info`` field holding the number of lives left.
+    """
+
+    _ZERO = np.asarray(0.0, dtype=np.float32)
+
+    def __init__(self, env: AlfEnvironment, lives_key: str = "lives"):
+        if env.batched:
+            raise ValueError("AtariTerminalOnLifeLossWrapper wraps unbatched environments only")
+        info_spec = env.env_info_spec()
+        if not isinstance(info_spec, dict) or lives_key not in info_spec:
+            keys = sorted(info_spec) if isinstance(info_spec, dict) else info_spec
+            raise ValueError(
+                f"AtariTerminalOnLifeLossWrapper: the env_info of {env!r} has no '{lives_key}' "
+                f"(it has {keys}); wrap an Atari env made by suite_atari.load"
+            )
+        super().__init__(env)
+        self._lives_key = lives_key
+        self._lives = 0
+
+    def _reset(self) -> TimeStep:
+        time_step = self._env.reset()
+        self._lives = int(time_step.env_info[self._lives_key])
+        return time_step
+
+    def _step(self, action) -> TimeStep:
+        time_step = self._env.step(action)
+        lives = int(time_step.env_info[self._lives_key])
+        if lives < self._lives:
+            time_step = time_step._replace(discount=self._ZERO.copy())
+        self._lives = lives
         return time_step

@@ -7,6 +7,8 @@
 - ``FrameSkip``: repeat an action ``skip`` times, summing the rewards.
 - ``FrameResize`` / ``FrameGrayScale``: resize / gray-scale ``[H, W, C]`` images
   (Pillow and numpy; no OpenCV needed).
+- ``DMAtariPreprocessing``: Atari frame skip, max-pooling, 84x84 gray, no-op starts and
+  FIRE (defined in ``atari_preprocessing``, importable from here as in ALF).
 - ``MirrorWrapper``: declares the env's left/right mirror of observations and
   actions (``alf.utils.mirror.Mirror``) for the mirror loss; changes no data.
 
@@ -27,6 +29,7 @@ from gymnasium import spaces
 from PIL import Image
 
 import alf
+from alf.environments.atari_preprocessing import DMAtariPreprocessing  # noqa: F401 (ALF's path)
 from alf.utils.mirror import Mirror
 
 # ----------------------------------------------------------------------------

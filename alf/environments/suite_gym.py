@@ -16,12 +16,17 @@ the module (which registers the id) inside ``gym.make``, so the same id also
 works in a freshly started subprocess. ALF's gym ids that gymnasium renamed
 (``Pendulum-v0``, ``BipedalWalker-v2``, MuJoCo ``-v2``/``-v3``...) are translated with a
 warning naming both ids (``gym_ids``).
+Atari ids (``'BreakoutNoFrameskip-v4'``,
+``'ALE/Breakout-v5'``) are registered by importing ``ale_py``, which is done when an
+id is not found and ale-py is installed (``suite_atari`` loads them preprocessed).
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
+import importlib.util
+import sys
 from collections.abc import Callable, Sequence
 
 import gymnasium as gym
@@ -45,6 +50,14 @@ def _import_env_module(environment_name: str) -> str:
             f"(which should register '{env_name}') failed: {e}"
         ) from e
     return env_name
+
+
+def _register_ale_envs() -> bool:
+    """Import ``ale_py`` (registering the Atari ids) if installed; whether it was imported."""
+    if "ale_py" in sys.modules or importlib.util.find_spec("ale_py") is None:
+        return False
+    importlib.import_module("ale_py")
+    return True
 
 
 def _latest_version_id(env_name: str) -> str | None:
@@ -75,6 +88,8 @@ def find_env_spec(environment_name: str) -> gym.envs.registration.EnvSpec:
     """
     env_name = _import_env_module(gym_ids.translate_env_id(environment_name))
     registry = gym.envs.registry
+    if env_name not in registry and _register_ale_envs():
+        registry = gym.envs.registry
     if env_name not in registry:
         env_name = _latest_version_id(env_name) or env_name
     if env_name in registry:

@@ -37,6 +37,11 @@ def _needs_mujoco(conf: str) -> bool:
         return "mujoco" in f.read().lower()
 
 
+def _needs_ale(conf: str) -> bool:
+    with open(os.path.join(EXAMPLES, conf), encoding="utf-8") as f:
+        return "suite_atari" in f.read()
+
+
 def _run(args, timeout=240):
     env = dict(os.environ, PYTHONWARNINGS="ignore")
     return subprocess.run(
@@ -49,12 +54,15 @@ def test_examples_exist():
     assert "sac_sb3_conf.py" in CONFS
     assert all(os.path.isfile(os.path.join(EXAMPLES, name)) for name in BASE_CONFS)
     assert {"ac_cart_pole_conf.py", "ppo_pendulum_conf.py", "ppo_mujoco_conf.py"} <= set(CONFS)
+    assert {"ppo_breakout_conf.py", "dqn_breakout_conf.py"} <= set(CONFS)
 
 
 @pytest.mark.parametrize("conf", CONFS)
 def test_example_trains_and_plays(conf, tmp_path):
     if _needs_mujoco(conf) and importlib.util.find_spec("mujoco") is None:
         pytest.skip("mujoco is not installed (pip install -e '.[mujoco]')")
+    if _needs_ale(conf) and importlib.util.find_spec("ale_py") is None:
+        pytest.skip("ale-py is not installed (pip install -e '.[atari]')")
     root_dir = str(tmp_path / "run")
     args = [
         "alf.bin.train",

@@ -1,0 +1,25 @@
+"""benchmarks/atari_ppo.py: the alf run's parameters and the record of a run."""
+
+from benchmarks import atari_ppo
+
+
+def test_alf_params_whole_iterations_and_only_the_final_evaluation():
+    params = atari_ppo.alf_params("PongNoFrameskip-v4", 250_000, 2)
+    # 250,000 agent steps = 244 whole iterations of 8 envs x 128 steps = 249,856 steps.
+    assert "TrainerConfig.num_iterations=244" in params
+    assert "TrainerConfig.num_env_steps=249856" in params
+    assert "TrainerConfig.eval_interval=245" in params
+    assert "create_environment.env_name='PongNoFrameskip-v4'" in params
+    assert "TrainerConfig.num_threads=2" in params
+    assert "TrainerConfig.summary_interval=1" in params
+
+
+def test_record_counts_frames_and_the_last_values():
+    curve = [(10_240, 1.0, 2.0), (20_480, 5.0, 3.5)]  # (env steps, wall time, return)
+    run = atari_ppo._record("alf", "BreakoutNoFrameskip-v4", 0, 20_480, 40.96, curve, 7.5)
+    assert run["frames"] == 81_920 and run["fps"] == 2_000.0
+    assert run["train_return"] == 3.5 and run["eval_return"] == 7.5
+    assert run["curve"] == [[40_960, 2.0], [81_920, 3.5]]
+    table = atari_ppo.markdown([run])
+    assert "| alf | BreakoutNoFrameskip-v4 | 0 | 81,920 |" in table
+    assert "398.0 ± 33.3" in table  # the published SB3 figure for Breakout
