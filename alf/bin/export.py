@@ -24,6 +24,7 @@ mismatch is one line and status 1.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 
@@ -53,7 +54,7 @@ def _define_flags() -> None:
 def _check_flags() -> tuple[str, str, str]:
     """Validate the flags; return ``(root_dir, output, format)``."""
     from alf.bin.play import run_dir_of
-    from alf.utils.policy_export import ExportError, format_of
+    from alf.utils.export_formats import ExportError, format_of
 
     if FLAGS.checkpoint is not None:
         if not os.path.isfile(FLAGS.checkpoint):
@@ -140,8 +141,9 @@ def _write(policy, output: str, fmt: str) -> float | None:
     action difference found (None: not checked)."""
     from alf.utils.policy_export import LoadedPolicy, compare, export, sample_observations
 
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(output), prefix=".tmp-export-")
-    os.close(fd)
+    # torch's archive writers name the archive after the file: keep output's name
+    tmp_dir = tempfile.mkdtemp(dir=os.path.dirname(output), prefix=".tmp-export-")
+    tmp = os.path.join(tmp_dir, os.path.basename(output))
     try:
         export(policy, tmp, fmt)
         diff = None
@@ -157,8 +159,7 @@ def _write(policy, output: str, fmt: str) -> float | None:
         os.replace(tmp, output)
         return diff
     finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+        shutil.rmtree(tmp_dir, ignore_errors=True)
 
 
 class _Mismatch(Exception):
@@ -179,7 +180,7 @@ def _can_run(fmt: str) -> bool:
 def main(argv) -> int:
     """Export (see the module doc); return the exit status."""
     del argv
-    from alf.utils.policy_export import ExportError
+    from alf.utils.export_formats import ExportError
 
     try:
         root_dir, output, fmt = _check_flags()

@@ -29,6 +29,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import secrets
+import string
 
 RUN_FILE = "wandb_run.json"
 """In root_dir: ``{"id", "project", "name"}`` of the wandb run, for resuming it."""
@@ -69,6 +71,12 @@ def read_run_file(root_dir: str) -> dict | None:
     return record if isinstance(record, dict) and isinstance(record.get("id"), str) else None
 
 
+def new_run_id() -> str:
+    """A new wandb run id: 8 random lowercase letters and digits, as wandb makes them."""
+    alphabet = string.ascii_lowercase + string.digits
+    return "".join(secrets.choice(alphabet) for _ in range(8))
+
+
 def _write_run_file(root_dir: str, record: dict) -> None:
     path = os.path.join(root_dir, RUN_FILE)
     tmp = path + ".tmp"
@@ -98,7 +106,7 @@ class WandbRun:
         if record is not None and record.get("project") == project:
             run_id = record["id"]
         else:
-            run_id = wandb.util.generate_id()
+            run_id = new_run_id()
         wandb_dir = os.path.join(root_dir, "wandb")
         os.makedirs(wandb_dir, exist_ok=True)
         timeout = float(os.environ.get("WANDB_INIT_TIMEOUT", 90))

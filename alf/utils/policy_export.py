@@ -26,8 +26,6 @@ an action nest one output per leaf, ``action`` / ``action.<path>``.
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import torch
 import torch.nn as nn
@@ -46,9 +44,12 @@ from alf.algorithms.data_transformer import (
 )
 from alf.data_structures import StepType, TimeStep
 from alf.tensor_specs import BoundedTensorSpec
-
-FORMATS = ("onnx", "torchscript", "torch_export")
-EXTENSIONS = {".onnx": "onnx", ".pt": "torchscript", ".ts": "torchscript", ".pt2": "torch_export"}
+from alf.utils.export_formats import (  # noqa: F401 (re-exported)
+    EXTENSIONS,
+    FORMATS,
+    ExportError,
+    format_of,
+)
 
 #: folded into the exported function (pure functions of the observation)
 OBSERVATION_TRANSFORMERS = (ObservationNormalizer, ImageScaleTransformer)
@@ -61,25 +62,6 @@ IGNORED_TRANSFORMERS = (
     RewardNormalizer,
     HindsightExperienceTransformer,
 )
-
-
-class ExportError(ValueError):
-    """The policy cannot be exported (one line saying why)."""
-
-
-def format_of(path: str, fmt: str | None = None) -> str:
-    """The export format: ``fmt`` when given, else from ``path``'s extension."""
-    if fmt is not None:
-        if fmt not in FORMATS:
-            raise ExportError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-        return fmt
-    ext = os.path.splitext(path)[1].lower()
-    if ext not in EXTENSIONS:
-        raise ExportError(
-            f"cannot tell the format of --output {path}: use an extension of "
-            f"{', '.join(EXTENSIONS)} or give --format"
-        )
-    return EXTENSIONS[ext]
 
 
 def observation_transformers(algorithm) -> list:

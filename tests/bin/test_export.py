@@ -117,7 +117,17 @@ def _act(algorithm, time_step, transform_state):
         return policy_step(policy, time_step, state, transform_state, state)
 
 
+_REFERENCES = {}
+
+
 def _reference(root_dir):
+    """``_reference_of(root_dir)``, computed once per run."""
+    if root_dir not in _REFERENCES:
+        _REFERENCES[root_dir] = _reference_of(root_dir)
+    return _REFERENCES[root_dir]
+
+
+def _reference_of(root_dir):
     """Observation leaves ``[N, ...]`` and the actions the acting path took on them: the
     checkpoint's policy acting in its env for ``ENV_STEPS`` steps, then random
     observations (as MID steps)."""

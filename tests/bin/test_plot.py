@@ -172,8 +172,8 @@ def test_aggregate_interpolates_runs_with_other_x():
     b = curves.Curve("b", "eval", np.array([5.0, 15.0, 30.0]), np.array([1.0, 1.0, 4.0]))
     result = curves.aggregate("ab", [a, b], num_points=3)
     np.testing.assert_allclose(result.x, [5.0, 12.5, 20.0])  # the range both cover
-    np.testing.assert_allclose(result.values, [[5.0, 12.5, 20.0], [1.0, 1.0, 2.5]])
-    np.testing.assert_allclose(result.mean, [3.0, 6.75, 11.25])
+    np.testing.assert_allclose(result.values, [[5.0, 12.5, 20.0], [1.0, 1.0, 2.0]])
+    np.testing.assert_allclose(result.mean, [3.0, 6.75, 11.0])
     np.testing.assert_allclose(result.std, np.std(result.values, axis=0, ddof=1))
     c = curves.Curve("c", "eval", np.array([40.0, 50.0]), np.array([1.0, 2.0]))
     with pytest.raises(curves.CurveError, match="no common range"):

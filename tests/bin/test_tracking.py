@@ -27,7 +27,7 @@ except ImportError:
     HAS_WANDB = False
 
 
-def _train(root_dir, *args, pythonpath=(), extra_env=None):
+def _train(root_dir, *args, pythonpath=(), extra_env=None, conf=TINY_CONF):
     env = dict(
         os.environ,
         PYTHONPATH=os.pathsep.join([*pythonpath, REPO]),
@@ -37,8 +37,9 @@ def _train(root_dir, *args, pythonpath=(), extra_env=None):
     )
     env.pop("WANDB_API_KEY", None)
     result = subprocess.run(
-        [sys.executable, "-m", "alf.bin.train", "--conf", TINY_CONF, "--root_dir", root_dir]
-        + ["--nostore_snapshot", *map(str, args)],
+        [sys.executable, "-m", "alf.bin.train", "--root_dir", root_dir, "--nostore_snapshot"]
+        + (["--conf", conf] if conf else [])
+        + list(map(str, args)),
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -102,15 +103,21 @@ def _offline_run(run_dir):
 
 def _check_same_scalars(root_dir, rows, iterations):
     """Every scalar of the train and eval event files at ``iterations`` is in the row of
-    its iteration (the Metrics_vs_EnvironmentSteps ones: of its env steps)."""
+    the iteration that wrote it: the trainer's own (``Metrics/*``, ``time/*``) are at the
+    step of the iteration count after it (``Metrics_vs_EnvironmentSteps/*``: its env
+    steps), the algorithm's (``loss/*`` ...) at the global counter during it, one less."""
     by_iteration = {r["iteration"]: r for r in rows}
     by_env_steps = {r["env_steps"]: r for r in rows}
     checked = 0
     for prefix in ("train", "eval"):
         for tag, values in _events(os.path.join(root_dir, prefix)).items():
             vs_env_steps = tag.startswith("Metrics_vs_EnvironmentSteps/")
+            offset = 0 if tag.split("/")[0] in ("Metrics", "time") else 1
             for step, value in values.items():
-                row = (by_env_steps if vs_env_steps else by_iteration).get(step)
+                if vs_env_steps:
+                    row = by_env_steps.get(step)
+                else:
+                    row = by_iteration.get(step + offset)
                 if row is None or row["iteration"] not in iterations:
                     continue
                 assert row[f"{prefix}/{tag}"] == pytest.approx(value, rel=1e-6, abs=1e-6), tag
@@ -139,8 +146,8 @@ def test_wandb_offline_run_holds_the_scalars_and_resumes(tmp_path):
     with open(os.path.join(root_dir, "config_files", "run.json")) as f:
         assert json.load(f)["flags"]["wandb"] is True
 
-    # resumed (the recorded --wandb is kept): the same wandb run id, iterations 9..12
-    code, _, stderr = _train(root_dir, "--conf_param", "TrainerConfig.num_iterations=12")
+    # resumed from the record (its --wandb is kept): the same wandb run id, iterations 9..12
+    code, _, stderr = _train(root_dir, "--conf_param", "TrainerConfig.num_iterations=12", conf=None)
     assert code == 0, stderr[-3000:]
     with open(os.path.join(root_dir, "wandb_run.json")) as f:
         assert json.load(f) == stored
@@ -191,8 +198,6 @@ def test_wandb_init_failure_is_one_line(tmp_path):
         "class Settings:\n"
         "    def __init__(self, **kwargs):\n"
         "        pass\n"
-        "class util:\n"
-        "    generate_id = staticmethod(lambda: 'fakeid')\n"
         "def init(**kwargs):\n"
         "    raise RuntimeError('api_key not configured (no-tty)\\nmore details')\n",
     )
