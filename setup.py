@@ -34,11 +34,16 @@ setup(
         "slurm": ["submitit>=1.5"],  # alf.bin.pbt_launch --backend slurm
         "dev": ["py-spy>=0.3.14"],  # a sampling profiler: py-spy record -- alf-train ...
         "ray": ["ray>=2.9"],  # SamplerConfig.backend='ray' (remote samplers as Ray actors)
+        "wandb": ["wandb>=0.17"],  # TrainerConfig.use_wandb / alf-train --wandb
+        "onnx": ["onnx>=1.16", "onnxscript>=0.2", "onnxruntime>=1.18"],  # alf-export to ONNX
+        "plot": ["matplotlib>=3.7"],  # alf-plot (learning curves)
     },
     entry_points={
         "console_scripts": [
             "alf-train = alf.bin.train:run",
             "alf-play = alf.bin.play:run",
+            "alf-export = alf.bin.export:run",
+            "alf-plot = alf.bin.plot:run",
         ],
     },
 )

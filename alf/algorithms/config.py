@@ -122,6 +122,11 @@ class TrainerConfig:
             ``alf.utils.init_from``.
         init_from_normalizers: with ``init_from``, also take the data transformers'
             state (normalizer statistics); False starts them afresh.
+        use_wandb: also log the summary scalars to Weights & Biases (``alf.bin.train
+            --wandb``; needs ``pip install 'alf[wandb]'``; see docs/ecosystem.md). A
+            resumed run continues the wandb run whose id is kept in root_dir.
+        wandb_project: the wandb project (None: the name of root_dir's parent directory).
+        wandb_run_name: the wandb run's name (None: root_dir's own name).
 
     ALF's other fields (``num_summaries``, ``num_evals``, ``summarize_gradient_noise_scale``,
     ...) are accepted: ``alf_trainer_fields`` maps each value set to alf's equivalent,
@@ -172,6 +177,9 @@ class TrainerConfig:
     device: str | None = None
     init_from: str | None = None
     init_from_normalizers: bool = True
+    use_wandb: bool = False
+    wandb_project: str | None = None
+    wandb_run_name: str | None = None
     # ALF's fields that alf has no field for: mapped, warned or refused (alf_trainer_fields)
     async_eval: Any = None
     async_unroll: Any = None

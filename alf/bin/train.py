@@ -6,8 +6,9 @@ r"""Train a policy: ``python -m alf.bin.train --conf CONF --root_dir DIR``.
 * ``--conf_param 'Name.arg=value'`` / ``--gin_param 'Name.arg = value'``:
   override any configurable argument (repeatable).
 * ``--random_seed S``, ``--num_threads N`` (``TrainerConfig.random_seed`` /
-  ``num_threads``); ``--nostore_snapshot`` skips copying the alf source into
-  ``root_dir/alf``.
+  ``num_threads``); ``--wandb`` (``TrainerConfig.use_wandb``: also log the scalars to
+  Weights & Biases, see ``alf.summary.wandb_logger``); ``--nostore_snapshot`` skips
+  copying the alf source into ``root_dir/alf``.
 * ``--init_from DIR_OR_CHECKPOINT`` (``TrainerConfig.init_from``): start from the
   network weights (and, with ``TrainerConfig.init_from_normalizers``, the default,
   the data transformers' normalizer statistics) of another run: its ``root_dir``
@@ -76,6 +77,9 @@ flags.DEFINE_string(
 flags.DEFINE_string(
     "from_record", None, "Re-run the experiment recorded in this root_dir or run.json."
 )
+flags.DEFINE_bool(
+    "wandb", None, "Also log the scalars to Weights & Biases (TrainerConfig.use_wandb)."
+)
 flags.DEFINE_bool("verbose", False, "On an error, print its traceback above the error line.")
 flags.DEFINE_integer(
     "num_processes", 1, "Data-parallel learner processes on this machine (started by torchrun)."
@@ -97,6 +101,7 @@ class RunArgs:
     random_seed: int | None = None
     num_threads: int | None = None
     init_from: str | None = None
+    wandb: bool | None = None
     record_details: dict = dataclasses.field(default_factory=dict)
 
     def overrides(self, root_dir: str) -> list:
@@ -105,6 +110,8 @@ class RunArgs:
         for name in ("random_seed", "num_threads", "init_from"):
             if getattr(self, name) is not None:
                 result.append(f"TrainerConfig.{name}={getattr(self, name)!r}")
+        if self.wandb is not None:
+            result.append(f"TrainerConfig.use_wandb={self.wandb!r}")
         return result
 
 
@@ -136,7 +143,7 @@ def _resolve_args(root_dir: str, scratch_dir: str) -> RunArgs:
     except ValueError as e:
         raise SetupError(one_line(e)) from e
     args.gin_params = list(FLAGS.gin_param) + list(args.gin_params)
-    for name in ("random_seed", "num_threads"):
+    for name in ("random_seed", "num_threads", "wandb"):
         if getattr(FLAGS, name) is not None:
             setattr(args, name, getattr(FLAGS, name))
     if FLAGS.init_from is not None:
@@ -167,12 +174,15 @@ def _args_from_record(scratch_dir: str) -> RunArgs:
 
 
 def _take_recorded_flags(args: RunArgs, record: dict, where: str) -> RunArgs:
-    """Set the seed, ``num_threads`` and ``init_from`` of ``args`` from a run record."""
+    """Set the seed, ``num_threads``, ``init_from`` and ``wandb`` of ``args`` from a run
+    record."""
     recorded_flags = record.get("flags") or {}
     args.random_seed = record.get("random_seed")
     args.num_threads = recorded_flags.get("num_threads")
     args.init_from = recorded_flags.get("init_from")
-    for name, kind in (("random_seed", int), ("num_threads", int), ("init_from", str)):
+    args.wandb = recorded_flags.get("wandb")
+    kinds = (("random_seed", int), ("num_threads", int), ("init_from", str), ("wandb", bool))
+    for name, kind in kinds:
         value = getattr(args, name)
         if value is not None and not isinstance(value, kind):
             raise SetupError(f"run record {where}: {name} must be a {kind.__name__}: {value!r}")
@@ -231,6 +241,7 @@ def _record_details(trainer, args: RunArgs) -> dict:
             "num_threads": args.num_threads,
             "init_from": args.init_from,
             "store_snapshot": FLAGS.store_snapshot,
+            "wandb": args.wandb,
         },
     }
     details.update(args.record_details)
@@ -309,6 +320,7 @@ def _run(trainer, catcher) -> int:
     """``trainer.train()``; a failure that is not a bug in alf becomes one line and 1."""
     from alf.environments.process_protocol import EnvironmentProcessError
     from alf.environments.step_guard import EnvironmentStepTimeout, StepInterrupted
+    from alf.summary.wandb_logger import WandbError
     from alf.utils.checkpoint_utils import CheckpointWriteError
     from alf.utils.finite import NonFiniteError
 
@@ -322,6 +334,7 @@ def _run(trainer, catcher) -> int:
         EnvironmentProcessError,
         EnvironmentStepTimeout,
         CheckpointWriteError,
+        WandbError,
     ) as e:
         logging.info("%s", e)  # a worker's traceback, when there is one, is in the log
         report_error("alf.bin.train", e, FLAGS.verbose)

@@ -39,7 +39,6 @@ import sys
 import time
 
 import torch
-from torch.utils.tensorboard import SummaryWriter
 
 import alf.summary
 from alf.algorithms.config import TrainerConfig
@@ -53,6 +52,7 @@ from alf.trainers import data_parallel
 from alf.trainers.evaluator import EvaluationInterrupted, Evaluator
 from alf.trainers.progress import ProgressBar
 from alf.trainers.signals import SignalCatcher
+from alf.trainers.tracking import Tracking, check_config
 from alf.utils import device as device_utils
 from alf.utils import distributed, init_from, seeding, torch_utils
 from alf.utils.checkpoint_utils import Checkpointer, CheckpointError, check_compatible
@@ -112,7 +112,7 @@ class PolicyTrainer:
             seeding.set_random_seed(self._rank_seed)
         torch_utils.configure_cpu_math(config.num_threads, config.flush_denormal)
         self._env = self._eval_env = self._samplers = None
-        self._writers = {}
+        self._writers, self._tracking = {}, None
         try:
             self._build()
         except BaseException:  # a bad conf or checkpoint, or a stop signal: no env left running
@@ -128,6 +128,7 @@ class PolicyTrainer:
     def _build(self) -> None:
         """Environments, algorithm and optimizers, and the checkpoint to resume from."""
         config = self._config
+        check_config(config)
         self._env = self._create_env()
         evaluate = config.evaluate and distributed.is_main()  # rank 0 evaluates
         self._eval_env = self._create_eval_env() if evaluate else None
@@ -389,8 +390,8 @@ class PolicyTrainer:
                 which already covers writing the run's record); None: one of its own.
         """
         try:
-            self._open_writers()
             restored = self._restore()
+            self._open_writers()
             distributed.broadcast_state(self._algorithm)  # all ranks start from rank 0's
             if not restored:
                 self._prenormalize()
@@ -413,14 +414,10 @@ class PolicyTrainer:
         )
 
     def _open_writers(self) -> None:
-        if not distributed.is_main():  # rank 0 alone writes summaries
-            return
-        cfg = self._config
-        for name in ("train", "eval"):
-            self._writers[name] = SummaryWriter(
-                os.path.join(self._root_dir, name), flush_secs=cfg.summaries_flush_secs
-            )
-        alf.summary.set_default_writer(self._writers["train"])
+        """Summary writers, HParams and wandb (``alf.trainers.tracking``): rank 0 alone."""
+        if distributed.is_main():
+            self._tracking = Tracking(self._root_dir, self._config, self._seed)
+            self._writers = self._tracking.writers
 
     def _done(self) -> bool:
         cfg = self._config
@@ -460,6 +457,8 @@ class PolicyTrainer:
             if record:
                 self._summarize_train(steps / max(iter_time, 1e-9), iter_time)
             self._maybe_evaluate()
+            if self._tracking is not None:
+                self._tracking.commit(self._iteration, self._env_steps)
             if self._pbt is not None and self._pbt.after_iteration():
                 break  # PBTConfig.stop_after_check: the checkpoint is written below
             self._maybe_checkpoint()
@@ -574,8 +573,8 @@ class PolicyTrainer:
 
     def close(self) -> None:
         """Close writers and environments (idempotent)."""
-        for writer in self._writers.values():
-            writer.close()
+        if self._tracking is not None:
+            self._tracking.close(self._iteration, self._env_steps)
         self._writers = {}
         alf.summary.set_default_writer(None)
         for env in (self._env, self._eval_env):

@@ -159,8 +159,8 @@ def normal(loc: torch.Tensor, scale: torch.Tensor) -> td.Normal:
     is a learned ``[A]`` std that expands to it (a view), that is skipped. Other
     cases go to torch.
     """
-    suffix = loc.shape[max(loc.dim() - scale.dim(), 0) :]
-    if scale.shape != loc.shape and scale.dim() <= loc.dim() and scale.shape == suffix:
+    # (dims first: comparing an [A] shape with [B, A] would make torch.export guard on B)
+    if scale.dim() < loc.dim() and scale.shape == loc.shape[loc.dim() - scale.dim() :]:
         scale = scale.expand(loc.shape)
     if scale.shape != loc.shape or scale.dtype != loc.dtype:
         return td.Normal(loc, scale, validate_args=False)

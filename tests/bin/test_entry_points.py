@@ -56,12 +56,17 @@ def test_setup_declares_console_scripts_and_dev_extra(metadata):
     assert metadata["console_scripts"] == [
         "alf-train = alf.bin.train:run",
         "alf-play = alf.bin.play:run",
+        "alf-export = alf.bin.export:run",
+        "alf-plot = alf.bin.plot:run",
     ]
     assert metadata["extras"]["dev"] == ["py-spy>=0.3.14"]
+    assert metadata["extras"]["wandb"] == ["wandb>=0.17"]
+    assert metadata["extras"]["onnx"] == ["onnx>=1.16", "onnxscript>=0.2", "onnxruntime>=1.18"]
+    assert metadata["extras"]["plot"] == ["matplotlib>=3.7"]
     assert "torch>=2.2" in metadata["requires"]
 
 
-@pytest.mark.parametrize("script", [0, 1])
+@pytest.mark.parametrize("script", [0, 1, 2])
 def test_console_scripts_run_their_cli(metadata, script, tmp_path):
     entry = metadata["console_scripts"][script]
     name, module = entry.split(" = ")[0], entry.split(" = ")[1].split(":")[0]
@@ -73,3 +78,15 @@ def test_console_scripts_run_their_cli(metadata, script, tmp_path):
     missing = _subprocess(["-c", _CALL_SCRIPT, entry], cwd=str(tmp_path))
     assert missing.returncode == 2
     assert missing.stderr.strip().splitlines() == [f"{module}: error: --root_dir is required"]
+
+
+def test_alf_plot_console_script(metadata, tmp_path):
+    entry = metadata["console_scripts"][3]
+    shown = _subprocess(["-c", _CALL_SCRIPT, entry, "--help"], cwd=str(tmp_path))
+    assert shown.returncode == 0, shown.stderr[-3000:]
+    assert "usage: alf.bin.plot" in shown.stdout and "--root_dirs DIR [DIR ...]" in shown.stdout
+    missing = _subprocess(["-c", _CALL_SCRIPT, entry], cwd=str(tmp_path))
+    assert missing.returncode == 2
+    assert missing.stderr.strip().splitlines() == [
+        "alf.bin.plot: error: the following arguments are required: --root_dirs, --output"
+    ]

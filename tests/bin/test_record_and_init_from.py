@@ -121,6 +121,7 @@ def test_record_holds_everything_used(runs):
         "num_threads": 1,
         "init_from": None,
         "store_snapshot": False,
+        "wandb": None,
     }
     assert record["command_line"][1:4] == ["-m", "alf.bin.train", "--conf"]
     assert record["versions"]["torch"] == torch.__version__
