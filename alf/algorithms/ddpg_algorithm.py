@@ -52,7 +52,6 @@ import torch.nn as nn
 
 import alf
 import alf.summary
-from alf.algorithms.actor_critic_loss import element_wise_squared_loss
 from alf.algorithms.off_policy_algorithm import OffPolicyAlgorithm
 from alf.algorithms.td_loss import OneStepTDLoss
 from alf.algorithms.transitions import (
@@ -108,6 +107,15 @@ class DdpgLossInfo(NamedTuple):
     q_value: object = ()
 
 
+def _critic_loss(critic_loss_ctor, gamma, td_error_loss_fn) -> OneStepTDLoss:
+    """The critic loss, given only the settings DDPG was given (the others stay the loss
+    class's configured or default values)."""
+    kwargs = {"gamma": gamma, "td_error_loss_fn": td_error_loss_fn}
+    return (critic_loss_ctor or OneStepTDLoss)(
+        **{key: value for key, value in kwargs.items() if value is not None}
+    )
+
+
 @alf.configurable
 class DdpgAlgorithm(OffPolicyAlgorithm):
     """DDPG with TD3's options (see the module docstring).
@@ -125,8 +133,15 @@ class DdpgAlgorithm(OffPolicyAlgorithm):
         env: the training environment.
         config: the ``TrainerConfig`` (``whole_replay_buffer_training=False``,
             ``mini_batch_length >= 2``).
-        gamma: discount factor (multiplies ``TimeStep.discount``).
-        td_error_loss_fn: ``(target, prediction) -> loss`` of the critics.
+        gamma: discount factor (multiplies ``TimeStep.discount``); None: the critic
+            loss's own (``OneStepTDLoss.gamma``, 0.99 unless configured).
+        td_error_loss_fn: ``(target, prediction) -> loss`` of the critics; None: the
+            critic loss's own (``OneStepTDLoss.td_error_loss_fn``, squared error unless
+            configured).
+        critic_loss_ctor: ``ctor(**kwargs)`` → the critics' ``OneStepTDLoss`` (ALF's
+            argument; None: ``OneStepTDLoss``), called with ``gamma`` and
+            ``td_error_loss_fn`` when those are given here, so that ALF confs'
+            ``alf.config('OneStepTDLoss', td_error_loss_fn=...)`` reaches DDPG.
         exploration_noise_std: std of the Gaussian rollout noise in units of the
             action half-range: a float, a scheduler, or ``[(progress, std), ...]``.
         random_initial_collect: uniformly random actions until every env has
@@ -154,8 +169,9 @@ class DdpgAlgorithm(OffPolicyAlgorithm):
         num_critic_replicas: int = 1,
         env=None,
         config=None,
-        gamma: float = 0.99,
-        td_error_loss_fn=element_wise_squared_loss,
+        gamma: float | None = None,
+        td_error_loss_fn=None,
+        critic_loss_ctor=None,
         exploration_noise_std=0.1,
         random_initial_collect: bool = True,
         target_policy_noise: float = 0.0,
@@ -209,7 +225,7 @@ class DdpgAlgorithm(OffPolicyAlgorithm):
         # Counts gradient steps; checkpointed so the actor-update phase survives a resume.
         self.register_buffer("_num_updates", torch.zeros((), dtype=torch.int64))
         self._num_replicas = num_critic_replicas
-        self._critic_loss = OneStepTDLoss(gamma=gamma, td_error_loss_fn=td_error_loss_fn)
+        self._critic_loss = _critic_loss(critic_loss_ctor, gamma, td_error_loss_fn)
         self._exploration_noise_std = as_scheduler(exploration_noise_std)
         self._random_initial_collect = random_initial_collect
         self._target_policy_noise = target_policy_noise

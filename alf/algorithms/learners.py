@@ -74,6 +74,15 @@ class Learner:
         """The replay buffer, if this learner keeps one (and it was built)."""
         return None
 
+    def _can_sample(self, buffer: ReplayBuffer) -> bool:
+        """Whether sampled training finds a sequence of ``mini_batch_length`` steps: with
+        ``initial_collect_steps`` below that length (e.g. 0), training starts once every
+        env has stored that many steps (the random-action window is unchanged)."""
+        if self.whole_replay_buffer_training:
+            return True
+        length = self._config.mini_batch_length or self._config.unroll_length
+        return int(buffer.current_size().min()) >= length
+
     def load_replay_buffer_state(self, state: dict) -> None:
         """Load a checkpointed ``ReplayBuffer.state_dict()``."""
         raise ValueError(f"{type(self).__name__} keeps no replay buffer to load a state into")
@@ -136,7 +145,8 @@ class ReplayLearner(Learner):
 
     1. the unroll's raw steps are stored in the replay buffer (built from the first
        unroll, whose nest structure it takes);
-    2. nothing is trained until every env has ``initial_collect_steps`` steps;
+    2. nothing is trained until every env has ``initial_collect_steps`` steps (and, for
+       sampled training, the ``mini_batch_length`` steps of one sample);
     3. ``whole_replay_buffer_training``: the whole buffer ``[T, B]`` is transformed
        and preprocessed once, then for each of ``num_updates_per_train_iter`` epochs
        its ``(T / mini_batch_length) * B`` sequences (time order kept inside each)
@@ -263,7 +273,7 @@ class ReplayLearner(Learner):
                 f"unroll_length ({len(experiences)}) when clear_replay_buffer is True"
             )
         _store(buffer, experiences)
-        if self.initial_collect_pending():
+        if self.initial_collect_pending() or not self._can_sample(buffer):
             return
         if self.whole_replay_buffer_training:
             self._train_on_whole_buffer(unroll.bootstrap)

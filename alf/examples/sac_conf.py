@@ -18,3 +18,7 @@ alf.config(
     whole_replay_buffer_training=False,
     clear_replay_buffer=False,
 )
+
+# ALF's SacAlgorithm moves its target networks with tau 0.05 (alf's default is 0.005, as
+# Stable-Baselines3's): ALF confs that leave it unset get ALF's value.
+alf.config("SacAlgorithm", target_update_tau=0.05)

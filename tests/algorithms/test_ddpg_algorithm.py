@@ -305,6 +305,32 @@ def test_td3_changes_only_its_defaults_and_configures_every_argument():
         reset_configs()
 
 
+def test_alf_style_one_step_td_loss_settings_reach_ddpg_and_td3():
+    from alf.algorithms.one_step_loss import OneStepTDLoss
+    from alf.utils.losses import element_wise_huber_loss, element_wise_squared_loss
+
+    spec = BoundedTensorSpec((1,), torch.float32, minimum=-1.0, maximum=1.0)
+    obs_spec = TensorSpec((1,))
+    reset_configs()
+    try:
+        loss = DdpgAlgorithm(obs_spec, spec)._critic_loss
+        assert (loss.gamma, loss._td_error_loss_fn) == (0.99, element_wise_squared_loss)
+        reset_configs()
+        config("OneStepTDLoss", td_error_loss_fn=element_wise_huber_loss, gamma=0.9)
+        for cls in (DdpgAlgorithm, Td3Algorithm):
+            loss = cls(obs_spec, spec)._critic_loss
+            assert isinstance(loss, OneStepTDLoss)
+            assert (loss.gamma, loss._td_error_loss_fn) == (0.9, element_wise_huber_loss)
+        # DDPG's own arguments, when given, win over the loss's configured ones
+        loss = DdpgAlgorithm(obs_spec, spec, gamma=0.5)._critic_loss
+        assert (loss.gamma, loss._td_error_loss_fn) == (0.5, element_wise_huber_loss)
+        # ALF's critic_loss_ctor
+        custom = functools.partial(OneStepTDLoss, gamma=0.25)
+        assert DdpgAlgorithm(obs_spec, spec, critic_loss_ctor=custom)._critic_loss.gamma == 0.25
+    finally:
+        reset_configs()
+
+
 # -- determinism, checkpoints -----------------------------------------------------------
 
 

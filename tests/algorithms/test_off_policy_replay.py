@@ -219,6 +219,22 @@ def test_sampled_training_draws_sequences_from_the_buffer(make_probe):
     assert len({p for u in alg.updates for p in pairs(u)}) > 12  # draws spread over the buffer
 
 
+def test_sampled_training_waits_until_a_sequence_of_mini_batch_length_is_stored(make_probe):
+    # initial_collect_steps=0 asks for no warm-up, but a sample of 3 steps needs 3 stored.
+    alg = make_probe(**{**sampled_config(), "unroll_length": 1, "mini_batch_length": 3})
+    assert alg.config.initial_collect_steps == 0
+    for stored in (1, 2):
+        alg.train_iter()
+        assert alg.replay_buffer.current_size().tolist() == [stored, stored]
+        assert alg.updates == []
+        assert not alg.initial_collect_pending()  # no random-action window asked for
+    alg.train_iter()
+    assert len(alg.updates) == 2
+    for update in alg.updates:
+        assert_sequences_of_one_env(update)
+        assert update["step"][:, 0].tolist() == [0, 1, 2]  # the only 3-step sequence
+
+
 def test_prioritized_replay_weights_the_loss_and_updates_priorities(make_probe):
     alpha = 0.6
     alg = make_probe(**sampled_config(priority_replay=True, priority_replay_alpha=alpha))

@@ -9,8 +9,6 @@ eval mode, then ``predict_step``) to 1e-5 (discrete actions exactly).
 """
 
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -21,8 +19,8 @@ from alf.algorithms.unroller import AlgorithmPolicy, policy_step
 from alf.data_structures import StepType, TimeStep
 from alf.tensor_specs import zeros_from_spec
 from alf.utils import policy_export
+from tests.bin.test_train_play import REPO, finish, start
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFS = os.path.join(REPO, "tests", "confs")
 RUNS = {
     "cart_pole": ("tiny_ppo_conf.py", "TrainerConfig.num_iterations=4"),
@@ -33,24 +31,8 @@ ENV_STEPS = 300  # observations collected from the env per run
 NUM_RANDOM = 500
 
 
-def _start(module, *args):
-    return subprocess.Popen(
-        [sys.executable, "-m", module, *map(str, args)],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=dict(os.environ, PYTHONPATH=REPO),
-    )
-
-
-def _finish(proc):
-    stdout, stderr = proc.communicate(timeout=240)
-    return proc.returncode, stdout, stderr
-
-
 def _export(*args):
-    return _finish(_start("alf.bin.export", *args))
+    return finish(start("alf.bin.export", *args), timeout=240)
 
 
 def _has(module):
@@ -73,7 +55,7 @@ def runs(tmp_path_factory):
     while pending:
         batch, pending = pending[:2], pending[2:]
         procs = [
-            _start(
+            start(
                 "alf.bin.train",
                 "--conf",
                 os.path.join(CONFS, conf),
@@ -86,7 +68,7 @@ def runs(tmp_path_factory):
             for name, (conf, param) in batch
         ]
         for proc in procs:
-            code, _, stderr = _finish(proc)
+            code, _, stderr = finish(proc, timeout=240)
             assert code == 0, stderr[-3000:]
     return dirs
 

@@ -3,16 +3,14 @@ CartPole, seeds 1 and 2) checked against their event files, and synthetic curves
 grouping and interpolation rules."""
 
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from alf.utils import curves
+from tests.bin.test_train_play import REPO, finish, start
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TINY_CONF = os.path.join(REPO, "tests", "confs", "tiny_ppo_conf.py")
 TAG = "Metrics/AverageReturn"
 
@@ -26,24 +24,8 @@ except ImportError:
 needs_matplotlib = pytest.mark.skipif(not HAS_MATPLOTLIB, reason="needs alf[plot]")
 
 
-def _start(module, *args):
-    return subprocess.Popen(
-        [sys.executable, "-m", module, *map(str, args)],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=dict(os.environ, PYTHONPATH=REPO),
-    )
-
-
-def _finish(proc):
-    stdout, stderr = proc.communicate(timeout=180)
-    return proc.returncode, stdout, stderr
-
-
 def _plot(*args):
-    return _finish(_start("alf.bin.plot", *args))
+    return finish(start("alf.bin.plot", *args), timeout=180)
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +34,7 @@ def runs(tmp_path_factory):
     parent = tmp_path_factory.mktemp("ppo_cart_pole")
     dirs = [str(parent / f"seed{s}") for s in (1, 2)]
     procs = [
-        _start(
+        start(
             "alf.bin.train",
             "--conf",
             TINY_CONF,
@@ -67,7 +49,7 @@ def runs(tmp_path_factory):
         for s, d in zip((1, 2), dirs)
     ]
     for proc in procs:
-        code, _, stderr = _finish(proc)
+        code, _, stderr = finish(proc, timeout=180)
         assert code == 0, stderr[-3000:]
     return dirs
 

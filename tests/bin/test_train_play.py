@@ -42,9 +42,10 @@ def start(module, *args):
     )
 
 
-def finish(proc):
-    """``(returncode, stdout, stderr)`` of a started process."""
-    stdout, stderr = proc.communicate(timeout=TIMEOUT)
+def finish(proc, timeout=TIMEOUT):
+    """``(returncode, stdout, stderr)`` of a started process (``timeout``: a bound
+    against hangs)."""
+    stdout, stderr = proc.communicate(timeout=timeout)
     return proc.returncode, stdout, stderr
 
 

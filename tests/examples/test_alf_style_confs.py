@@ -127,6 +127,10 @@ def test_ddpg_python_conf(tmp_path):
     assert "ckpt-30.pt" in _checkpoints(root)
     assert "summarize_gradient_noise_scale=True has no effect in alf" in result.stderr
     assert len(_scalars(root / "eval", "Metrics/AverageReturn")) == 2
+    assert "Configured values not used" not in result.stderr
+    config = (root / "alf_config.py").read_text()
+    assert "td_error_loss_fn=alf.utils.losses.element_wise_huber_loss" in config
+    assert "target_update_tau=0.05" in config  # ALF's default, from alf.examples.ddpg_conf
     play = _run("alf.bin.play", "--root_dir", str(root), "--num_episodes", "1")
     assert play.returncode == 0, play.stderr[-3000:]
 

@@ -1,7 +1,8 @@
 """DDPG on Pendulum as an ALF user writes it: the base conf imported from
 ``alf.examples``, networks given as ``functools.partial`` of ``alf.networks`` classes,
-``alf.optimizers.Adam``, the gym id ``Pendulum-v0`` (translated by alf) and ALF's
-TrainerConfig fields (``summarize_gradient_noise_scale`` is warned about)."""
+``alf.optimizers.Adam``, the gym id ``Pendulum-v0`` (translated by alf), ALF's
+TrainerConfig fields (``summarize_gradient_noise_scale`` is warned about), the critic loss
+configured through ``OneStepTDLoss`` and ALF's target-update tau left to the base conf."""
 
 import functools
 
@@ -20,9 +21,9 @@ alf.config(
     critic_network_ctor=functools.partial(CriticNetwork, joint_fc_layer_params=hidden_layers),
     actor_optimizer=Adam(lr=1e-4),
     critic_optimizer=Adam(lr=1e-3),
-    td_error_loss_fn=element_wise_huber_loss,
     target_update_period=5,
 )
+alf.config("OneStepTDLoss", td_error_loss_fn=element_wise_huber_loss)
 alf.config(
     "TrainerConfig",
     initial_collect_steps=20,
