@@ -1,4 +1,4 @@
-"""Episode metrics computed from batched ``TimeStep``s: returns, lengths, counts.
+r"""Episode metrics computed from batched ``TimeStep``s: returns, lengths, counts.
 
 The metrics always see the raw (untransformed) time steps, so rewards are the
 environment's own. An episode's return is the sum of rewards from its first MID
@@ -11,6 +11,12 @@ per-env numeric field of ``TimeStep.env_info`` has at the episode's LAST step
 (e.g. ``is_success`` of goal-reaching envs: a success rate; HalfCheetah's final
 ``x_position``), as Stable-Baselines3's ``Monitor(info_keywords=...)`` records
 them at the end of an episode. ``<field>`` is the dotted path in ``env_info``.
+
+``AverageDiscountedReturn`` is ALF's metric of that name (``AverageDiscountedReturnMetric``,
+whose ``discount`` is configurable): per episode, the mean over its steps of the discounted
+return from each step on, :math:`\frac{1}{L}\sum_{l=1}^{L}\sum_{k=0}^{l-1}\gamma^k r_l`
+(:math:`r_l` the reward of the :math:`l`-th action, :math:`L` the length; the
+``TimeStep.discount`` of each step multiplies in too, so a lost Atari life cuts it).
 """
 
 from __future__ import annotations
@@ -20,8 +26,42 @@ import collections
 import numpy as np
 import torch
 
+import alf
 import alf.nest as nest
 from alf.data_structures import StepType, TimeStep
+
+
+@alf.configurable
+class AverageDiscountedReturnMetric:
+    r"""ALF's discounted-return metric (module doc), kept per env of a batch.
+
+    Args:
+        batch_size: number of environments.
+        reward_shape: ``()`` or ``(d,)`` for a vector reward.
+        discount: :math:`\gamma`.
+    """
+
+    def __init__(self, batch_size: int, reward_shape: tuple = (), discount: float = 0.99):
+        self._discount = discount
+        self._weight = np.zeros(batch_size, np.float64)  # sum of gamma^k reaching this step
+        self._step_discount = np.zeros(batch_size, np.float64)
+        self._sum = np.zeros((batch_size, *reward_shape), np.float64)
+
+    def __call__(self, reward, discount, first) -> None:
+        """Add one batched step: ``reward`` ``[B, ...]``, ``discount`` ``[B]`` (or 1.0),
+        ``first`` its FIRST rows (None when there are none)."""
+        self._weight *= self._discount * self._step_discount
+        self._weight += 1.0
+        self._step_discount = discount
+        if first is not None:
+            self._weight[first] = 0.0
+            self._sum[first] = 0.0
+        weight = self._weight if self._sum.ndim == 1 else self._weight[:, None]
+        self._sum += reward * weight
+
+    def value(self, row: int, length: int) -> np.ndarray:
+        """The metric of row ``row``'s episode ending now, ``length`` steps long."""
+        return self._sum[row] / max(length, 1)
 
 
 class EpisodeMetrics:
@@ -48,6 +88,8 @@ class EpisodeMetrics:
         self._size = size
         #: {env_info field path: deque of its values at LAST}
         self._episode_env_info: dict[str, collections.deque] = {}
+        self._discounted = AverageDiscountedReturnMetric(batch_size, shape[1:])
+        self._episode_discounted = collections.deque(maxlen=size)
         self.env_steps = 0
         self.num_episodes = 0
 
@@ -58,18 +100,24 @@ class EpisodeMetrics:
         num_first, num_last = counts[StepType.FIRST], counts[StepType.LAST]
         # Add to every row, then restart the rows at FIRST: the same sums as adding
         # to the other rows only, with fewer numpy calls (this runs every step).
-        self._returns += _as_numpy(time_step.reward)
+        reward = _as_numpy(time_step.reward)
+        self._returns += reward
         self._lengths += 1
+        first = None
         if num_first:
             first = step_type == StepType.FIRST
             self._returns[first] = 0.0
             self._lengths[first] = 0
+        discount = time_step.discount
+        discount = 1.0 if isinstance(discount, tuple) else _as_numpy(discount)  # () if unset
+        self._discounted(reward, discount, first)
         self.env_steps += self._batch_size - int(num_first)
         if num_last:
             last = np.flatnonzero(step_type == StepType.LAST)
             for i in last:
                 self._episode_returns.append(self._returns[i].copy())
                 self._episode_lengths.append(int(self._lengths[i]))
+                self._episode_discounted.append(self._discounted.value(i, self._lengths[i]))
             self.num_episodes += int(num_last)
             self._record_env_info(time_step.env_info, last)
 
@@ -94,6 +142,13 @@ class EpisodeMetrics:
         return np.mean(np.stack(self._episode_returns), axis=0)
 
     @property
+    def average_discounted_return(self):
+        """Mean ``AverageDiscountedReturn`` of the buffered episodes (module doc)."""
+        if not self._episode_discounted:
+            return 0.0
+        return np.mean(np.stack(self._episode_discounted), axis=0)
+
+    @property
     def average_episode_length(self) -> float:
         if not self._episode_lengths:
             return 0.0
@@ -114,6 +169,7 @@ class EpisodeMetrics:
             "NumberOfEpisodes": self.num_episodes,
             "AverageReturn": self.average_return,
             "AverageEpisodeLength": self.average_episode_length,
+            "AverageDiscountedReturn": self.average_discounted_return,
         }
         for path, value in self.average_env_info().items():
             results[f"AverageEnvInfo/{path}"] = value
@@ -126,6 +182,7 @@ class EpisodeMetrics:
             "num_episodes": self.num_episodes,
             "episode_returns": torch.as_tensor(np.array(list(self._episode_returns))),
             "episode_lengths": torch.as_tensor(np.array(list(self._episode_lengths), np.int64)),
+            "episode_discounted_returns": torch.as_tensor(np.array(list(self._episode_discounted))),
             "episode_env_info": {
                 path: torch.tensor(list(values), dtype=torch.float64)
                 for path, values in self._episode_env_info.items()
@@ -139,6 +196,9 @@ class EpisodeMetrics:
         self._episode_returns.extend(list(state["episode_returns"].numpy()))
         self._episode_lengths.clear()
         self._episode_lengths.extend(int(x) for x in state["episode_lengths"])
+        self._episode_discounted.clear()
+        if "episode_discounted_returns" in state:  # not in checkpoints of older versions
+            self._episode_discounted.extend(list(state["episode_discounted_returns"].numpy()))
         self._episode_env_info = {
             path: collections.deque(values.tolist(), maxlen=self._size)
             for path, values in state.get("episode_env_info", {}).items()

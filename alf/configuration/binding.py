@@ -194,11 +194,17 @@ def define_config(name, default_value):
     apply_pending_to_name(name)
 
 
+#: ALF stores ``define_config`` values under this prefix, and some ALF confs read them back
+#: as ``alf.get_config_value('_CONFIG._USER.' + name)``.
+ALF_USER_PREFIX = "_CONFIG._USER."
+
+
 def get_config_value(config_name):
     """The value of a config (configured, else default) and mark it used.
 
     Args:
-        config_name (str): ``'Name.arg'``, a name made by ``define_config`` or a gin macro.
+        config_name (str): ``'Name.arg'``, a name made by ``define_config`` (also as ALF
+            names it, ``'_CONFIG._USER.name'``) or a gin macro.
 
     Returns:
         Any: the value; gin references and macros are resolved (``@Name()`` is called).
@@ -206,6 +212,8 @@ def get_config_value(config_name):
     Raises:
         ValueError: if the config is unknown or has neither a value nor a default.
     """
+    if config_name.startswith(ALF_USER_PREFIX):  # ALF's internal name of a define_config
+        config_name = config_name[len(ALF_USER_PREFIX) :]
     slot = lookup_slot(config_name)
     if not slot.configured and not slot.has_default:
         raise ValueError(f"Config '{config_name}' has neither a configured nor a default value.")

@@ -64,6 +64,7 @@ ALF_CONFIGURABLES = {
     "alf.environments.utils": ("create_environment",),
     "alf.experience_replayers.replay_buffer": ("ReplayBuffer",),
     "alf.initializers": ("orthogonal_init", "torch_default_init"),
+    "alf.metrics": ("AverageDiscountedReturnMetric",),
     "alf.networks.actor_distribution_networks": ("ActorDistributionNetwork",),
     "alf.networks.actor_networks": ("ActorNetwork",),
     "alf.networks.critic_networks": ("CriticNetwork",),

@@ -33,6 +33,7 @@ from multiprocessing import reduction
 import cloudpickle
 
 import alf.nest as nest
+from alf.configuration.transfer import export_configs
 from alf.data_structures import TimeStep
 from alf.environments.alf_environment import AlfEnvironment
 from alf.environments.batched_environment import (
@@ -169,6 +170,8 @@ class ProcessEnvironment(AlfEnvironment):
         self._max_restarts, self._restart_window = max_restarts, restart_window
         self._restart_times: list[float] = []
         self._constructor_bytes = cloudpickle.dumps(env_constructor)
+        # The worker is a fresh process: it gets this process's configured values.
+        self._configs = export_configs()
         self._flatten = flatten
         self._torch_num_threads = torch_num_threads
         self._timeout = timeout
@@ -195,7 +198,13 @@ class ProcessEnvironment(AlfEnvironment):
         parent_conn, child_conn = self._context.Pipe(duplex=True)
         process = self._context.Process(
             target=worker_main,
-            args=(child_conn, self._constructor_bytes, self.env_id, self._torch_num_threads),
+            args=(
+                child_conn,
+                self._constructor_bytes,
+                self.env_id,
+                self._torch_num_threads,
+                self._configs,
+            ),
             name=f"alf-env-{format_env_id(self.env_id)}",
             daemon=True,
         )

@@ -1,6 +1,7 @@
 """The worker side of ``ProcessEnvironment``: the loop run in the environment's subprocess.
 
-``worker_main`` builds the environment from its cloudpickled constructor, sends READY
+``worker_main`` applies the parent's configured values (``alf.configuration.transfer``),
+builds the environment from its cloudpickled constructor, sends READY
 with the specs, then serves RESET / STEP / CALL / GETATTR / ATTACH messages until
 CLOSE or until the parent is gone (``process_protocol`` describes the messages). An
 exception while serving goes back to the parent as an EXCEPTION message with its
@@ -24,6 +25,7 @@ import cloudpickle
 import numpy as np
 
 import alf.nest as nest
+from alf.configuration.transfer import import_configs
 from alf.environments.alf_environment import AlfEnvironment
 from alf.environments.batched_environment import LeafGetter, NestLayout
 from alf.environments.process_protocol import MessageType, read_message, write_message
@@ -62,8 +64,10 @@ class _Worker:
             MessageType.ATTACH: self._on_attach,
         }
 
-    def run(self, constructor_bytes: bytes) -> None:
+    def run(self, constructor_bytes: bytes, configs: list | None = None) -> None:
         try:
+            if configs:
+                import_configs(configs)
             self._env = cloudpickle.loads(constructor_bytes)()
             self._send(MessageType.READY, pickle.dumps(_describe(self._env)))
         except BaseException:
@@ -200,14 +204,15 @@ def _describe(env: AlfEnvironment) -> dict:
     }
 
 
-def worker_main(conn, constructor_bytes: bytes, env_id, torch_num_threads) -> None:
-    """Entry point of the worker process."""
+def worker_main(conn, constructor_bytes: bytes, env_id, torch_num_threads, configs=None) -> None:
+    """Entry point of the worker process (``configs``: the parent's configured values,
+    ``alf.configuration.transfer.export_configs()``, applied before the env is built)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if torch_num_threads is not None:
         import torch
 
         torch.set_num_threads(torch_num_threads)
     try:
-        _Worker(conn, env_id).run(constructor_bytes)
+        _Worker(conn, env_id).run(constructor_bytes, configs)
     finally:
         conn.close()

@@ -118,7 +118,7 @@ def load(
     max_episode_steps: int | None = None,
     gym_env_wrappers: Sequence[Callable] = (),
     alf_env_wrappers: Sequence[Callable] = (),
-    image_channel_first: bool = False,
+    image_channel_first: bool = True,
     render_mode: str | None = None,
     **make_kwargs,
 ) -> AlfEnvironment:
@@ -133,7 +133,9 @@ def load(
         gym_env_wrappers: callables ``gym_env -> gym_env`` applied in order.
         alf_env_wrappers: callables ``alf_env -> alf_env`` applied in order after
             the time limit.
-        image_channel_first: transpose ``[H, W, C]`` image observations to ``[C, H, W]``.
+        image_channel_first: transpose ``[H, W, C]`` image observations (3-D ``Box``
+            spaces) to ``[C, H, W]``, the layout alf's conv networks take (True, as in ALF;
+            other observations are left as they are).
         render_mode: gymnasium render mode (``'rgb_array'`` to use ``render()``).
         **make_kwargs: extra keyword arguments of ``gym.make`` / the env constructor.
 
@@ -168,7 +170,7 @@ def wrap_env(
     gym_env_wrappers: Sequence[Callable] = (),
     alf_env_wrappers: Sequence[Callable] = (),
     time_limit_wrapper: Callable = alf_wrappers.TimeLimit,
-    image_channel_first: bool = False,
+    image_channel_first: bool = True,
 ) -> AlfEnvironment:
     """Wrap a made gymnasium env into an unbatched ``AlfEnvironment``.
 
@@ -182,7 +184,9 @@ def wrap_env(
         gym_env_wrappers: callables ``gym_env -> gym_env`` applied in order.
         alf_env_wrappers: callables ``alf_env -> alf_env`` applied after the time limit.
         time_limit_wrapper: ``(alf_env, duration) -> alf_env``.
-        image_channel_first: transpose ``[H, W, C]`` image observations to ``[C, H, W]``.
+        image_channel_first: transpose ``[H, W, C]`` image observations (3-D ``Box``
+            spaces) to ``[C, H, W]``, the layout alf's conv networks take (True, as in ALF;
+            other observations are left as they are).
 
     Returns:
         The alf environment.

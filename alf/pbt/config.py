@@ -20,7 +20,13 @@ TRUE_OBJECTIVE = "AverageEnvInfo/true_objective"
 #: the objective otherwise
 AVERAGE_RETURN = "AverageReturn"
 #: the names of ``alf.metrics.EpisodeMetrics.results()`` besides ``AverageEnvInfo/<field>``
-EPISODE_METRICS = ("AverageReturn", "AverageEpisodeLength", "NumberOfEpisodes", "EnvironmentSteps")
+EPISODE_METRICS = (
+    "AverageReturn",
+    "AverageDiscountedReturn",
+    "AverageEpisodeLength",
+    "NumberOfEpisodes",
+    "EnvironmentSteps",
+)
 
 
 @alf.configurable

@@ -103,6 +103,7 @@ def test_define_config_and_get_config_value():
     alf.define_config("cfg_unroll", 32)
     assert alf.get_config_value("cfg_num_envs") == 16
     assert alf.get_config_value("cfg_unroll") == 32
+    assert alf.get_config_value("_CONFIG._USER.cfg_num_envs") == 16  # ALF's internal name
     with pytest.raises(ValueError, match="already been used"):
         alf.config1("cfg_unroll", 64)
     with pytest.raises(ValueError, match="already defined"):

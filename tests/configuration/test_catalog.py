@@ -64,7 +64,7 @@ def _run(script):
 def test_catalog_lists_exactly_the_configurables_alf_registers():
     registered = _run(_REGISTER_ALL)
     listed = sorted(full for _, full in catalog.full_names())
-    assert len(listed) == len(set(listed)) == 71
+    assert len(listed) == len(set(listed)) == 72
     missing = sorted(set(registered) - set(listed))
     stale = sorted(set(listed) - set(registered))
     assert (missing, stale) == ([], []), "update alf/configuration/catalog.py"

@@ -151,6 +151,23 @@ def test_cartpole_discount_table_on_every_backend(backend):
     assert counts["terminated"] >= 5 and counts["truncated"] >= 2
 
 
+@pytest.mark.parametrize("nonparallel", [True, False])
+def test_configured_values_reach_the_env_workers(nonparallel):
+    """Values configured in this process apply where the envs are built: a time limit
+    configured for ``suite_gym.load`` cuts the episodes of process workers too."""
+    alf.config("suite_gym.load", max_episode_steps=4)
+    try:
+        env = create_environment(COUNTING, num_parallel_environments=2, nonparallel=nonparallel)
+        try:
+            _, _, step_types = _trajectory(env, torch.zeros(10, 2, dtype=torch.int64))
+        finally:
+            env.close()
+    finally:
+        alf.reset_configs()
+    row = [FIRST, MID, MID, MID, LAST] * 2 + [FIRST]
+    assert step_types.tolist() == [[s, s] for s in row]
+
+
 def _load_counting_by_id(kwargs_by_id, env_name, env_id):
     kwargs = {"terminate_at": None, **kwargs_by_id[env_id]}
     return suite_gym.load(env_name, env_id=env_id, **kwargs)

@@ -5,8 +5,11 @@ import collections
 import numpy as np
 import torch
 
+import alf
 from alf.data_structures import StepType, TimeStep
 from alf.metrics import EpisodeMetrics
+
+FIRST, MID, LAST = StepType.FIRST, StepType.MID, StepType.LAST
 
 
 def _reference(step_types, rewards, buffer_size):
@@ -48,6 +51,45 @@ def test_metrics_match_step_by_step_reference():
         assert metrics.num_episodes == len(lengths)
         np.testing.assert_array_equal(metrics.average_return, np.mean(np.stack(returns), axis=0))
         assert metrics.average_episode_length == np.mean(lengths[-7:])
+
+
+def test_average_discounted_return_is_alfs_formula_expanded_by_hand():
+    """Two envs, gamma 0.9: env 0 has rewards 1, 2, 3 (the last a termination, discount
+    0), env 1 has 4 then a lost life (discount 0 mid-episode), then 5, 6; the vector
+    reward's second component is twice the first."""
+    alf.reset_configs()
+    alf.config("AverageDiscountedReturnMetric", discount=0.9)
+    try:
+        metrics = EpisodeMetrics(2, reward_dim=2)
+        rows = [  # (step types, rewards, discounts)
+            ([FIRST, FIRST], [0, 0], [1, 1]),
+            ([MID, MID], [1, 4], [1, 0]),
+            ([MID, MID], [2, 5], [1, 1]),
+            ([LAST, MID], [3, 6], [0, 1]),
+            ([FIRST, LAST], [0, 7], [1, 1]),
+        ]
+        for step_types, rewards, discounts in rows:
+            reward = torch.tensor(rewards, dtype=torch.float32)
+            metrics(
+                TimeStep(
+                    step_type=torch.tensor(step_types, dtype=torch.int32),
+                    reward=torch.stack([reward, 2 * reward], dim=1),
+                    discount=torch.tensor(discounts, dtype=torch.float32),
+                )
+            )
+    finally:
+        alf.reset_configs()
+    g = 0.9
+    env0 = (1 * 1 + 2 * (1 + g) + 3 * (1 + g + g * g)) / 3
+    # env 1: the discount 0 of the step that got reward 4 stops the sums reaching back past
+    # it: reward 5 gets weight 1 + g * 0 * 1, reward 6 gets 1 + g * (1 + g * 0), ...
+    env1 = (4 * 1 + 5 * 1 + 6 * (1 + g) + 7 * (1 + g + g * g)) / 4
+    expected = np.array([(env0 + env1) / 2, (env0 + env1)])
+    np.testing.assert_allclose(metrics.results()["AverageDiscountedReturn"], expected)
+    state = metrics.state_dict()
+    restored = EpisodeMetrics(2, reward_dim=2)
+    restored.load_state_dict(state)
+    np.testing.assert_allclose(restored.average_discounted_return, expected)
 
 
 def test_env_info_fields_averaged_at_episode_end():
