@@ -166,9 +166,8 @@ def minibatches(num_rows: int, size: int):
 def update(actor, critic, optimizer, params, data: Rollout, cfg: dict, progress: float) -> None:
     """PPO's epochs on the unroll (module doc)."""
     steps = data.actions.shape[0]
-    advantages = gae(
-        data.rewards, data.values.numpy(), data.lasts, data.discounts, cfg["gamma"], cfg["gae_lambda"]
-    )
+    values, gamma, lam = data.values.numpy(), cfg["gamma"], cfg["gae_lambda"]
+    advantages = gae(data.rewards, values, data.lasts, data.discounts, gamma, lam)
     advantages = torch.from_numpy(advantages).flatten()
     returns = advantages + data.values[:steps].flatten()
     valid = torch.from_numpy(~data.lasts[:steps]).flatten().float()
