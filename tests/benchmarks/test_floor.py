@@ -175,7 +175,7 @@ def test_phase_clock_charges_nested_time_once(monkeypatch):
     clock.exit()  # 9
     clock.exit()  # 10
     clock.exit()  # 11
-    assert clock.totals == dict(bookkeeping=3.0, update=2.0, rollout=2.0, eval=3.0)
+    assert clock.totals == dict(bookkeeping=4.0, update=2.0, rollout=2.0, eval=3.0)
     assert sum(clock.totals.values()) == 11.0
 
 
