@@ -88,7 +88,8 @@ _MISSING = object()
 
 def timed_patches(trainer, clock: phases.PhaseClock, warmup_steps: int, state) -> list[tuple]:
     """The ``(owner, name, wrapper)`` patches of the module doc; ``state`` gets ``env_steps``,
-    ``timed_from`` (the env steps when timing started) and ``cpu_s``."""
+    ``timed_from`` (the env steps when timing started), ``cpu_s`` (process CPU time from then
+    to the loop's end) and ``eval_cpu_s`` (that of the evaluations in it)."""
     import alf.summary
     from alf.metrics import EpisodeMetrics
 
@@ -100,6 +101,7 @@ def timed_patches(trainer, clock: phases.PhaseClock, warmup_steps: int, state) -
         if state.timed_from is None and state.env_steps >= warmup_steps:
             clock.reset()
             state.timed_from, state.cpu_s = state.env_steps, time.process_time()
+            state.eval_cpu_s = 0.0
         steps = train_iter()
         state.env_steps += steps
         return steps
@@ -125,7 +127,15 @@ def timed_patches(trainer, clock: phases.PhaseClock, warmup_steps: int, state) -
         patches.append((loss, "_diagnostics", clock.timed(book, loss._diagnostics)))
     if trainer._evaluator is not None:
         evaluate = clock.timed(phases.EVAL, trainer._evaluator.evaluate)
-        patches.append((trainer._evaluator, "evaluate", evaluate))
+
+        def timed_evaluate():
+            cpu = time.process_time()
+            try:
+                return evaluate()
+            finally:
+                state.eval_cpu_s += time.process_time() - cpu
+
+        patches.append((trainer._evaluator, "evaluate", timed_evaluate))
     return patches
 
 
@@ -149,7 +159,8 @@ def run(
     root_dir = tempfile.mkdtemp(prefix=f"alf_split_{task}_")
     params = conf_params(spec, env_steps, evaluate, num_threads)
     params += [f"TrainerConfig.root_dir={root_dir!r}", f"TrainerConfig.random_seed={seed}"]
-    clock, state = phases.PhaseClock(), SimpleNamespace(env_steps=0, timed_from=None, cpu_s=0.0)
+    clock, state = phases.PhaseClock(), SimpleNamespace(env_steps=0, timed_from=None)
+    state.cpu_s = state.eval_cpu_s = 0.0
     alf.reset_configs()
     try:
         common.parse_conf_file(os.path.join(REPO_DIR, spec.conf), params, [])
@@ -164,7 +175,7 @@ def run(
     timed = state.env_steps - (state.timed_from or 0)
     return phases.result(
         "alf", task, seed, state.env_steps, timed, clock.totals, clock.totals[phases.EVAL],
-        state.cpu_s, num_threads=num_threads, final_train_return=final,
+        state.cpu_s - state.eval_cpu_s, num_threads=num_threads, final_train_return=final,
     )  # fmt: skip
 
 
