@@ -59,6 +59,7 @@ PUBLISHED_SOURCE = (
 #: ending when its env has run F frames counts at 8 * F frames). Rows: (window end in
 #: frames, games ended in the 250k frames up to it, their mean score, mean of the last 10
 #: games ended by then).
+PUBLISHED_WINDOW = 250_000
 PUBLISHED_CURVE = {
     "BreakoutNoFrameskip-v4": (
         (250_000, 294, 1.99, 3.6),
@@ -230,8 +231,9 @@ def markdown(runs: list[dict]) -> str:
     for r in runs:
         curve = curve_rows(r)
         if curve:
-            header = ["frames", f"{r['framework']} train return (last 10 games)"]
-            header += ["zoo: last 10 games", "zoo: games in window", "zoo: their mean"]
+            name = r["framework"]
+            header = ["frames", f"{name} train return (last 10 games)", "zoo: last 10 games"]
+            header += [f"{name}: mean over the window", "zoo: games in window", "zoo: their mean"]
             text += f"\n{r['framework']} seed {r['seed']} against the published curve:\n\n"
             text += report.table(header, curve) + "\n"
     if any(curve_rows(r) for r in runs):
@@ -240,16 +242,22 @@ def markdown(runs: list[dict]) -> str:
 
 
 def curve_rows(run: dict) -> list[list[str]]:
-    """Per published window ending within the run: the run's training return at its last
-    curve point at or before the window's end, and the published numbers."""
+    """Per published window ``(end - 250k, end]`` ending within the run: the run's training
+    return at its last curve point at or before ``end``, the published last-10-games mean,
+    the mean of the run's curve points in the window (a smoother view: each point is itself
+    a mean of 10 games), and the published games and mean score in the window."""
     rows = []
+    window = PUBLISHED_WINDOW
+    curve = run.get("curve") or ()
     for end, games, mean, last in PUBLISHED_CURVE.get(run["env"], ()):
-        before = [v for frames, v in run.get("curve") or () if frames <= end]
+        before = [v for frames, v in curve if frames <= end]
+        inside = [v for frames, v in curve if end - window < frames <= end]
         if end > run["frames"] or not before:
             continue
+        smooth = sum(inside) / len(inside) if inside else None
         rows.append(
             [report.fmt(end), report.fmt(before[-1], 1), report.fmt(last, 1)]
-            + [report.fmt(games), report.fmt(mean, 2)]
+            + [report.fmt(smooth, 2), report.fmt(games), report.fmt(mean, 2)]
         )
     return rows
 

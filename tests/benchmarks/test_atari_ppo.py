@@ -36,14 +36,15 @@ def test_curve_rows_put_the_return_at_each_window_end_beside_the_published_one()
     )
     rows = atari_ppo.curve_rows(run)
     # windows ending at 250k and 500k; 750k is past the run
+    # window means: (2.5 + 3.0) / 2 and 6.5 alone (520,000 is past the 500k window)
     assert rows == [
-        ["250,000", "3.0", "3.6", "294", "1.99"],
-        ["500,000", "6.5", "6.9", "234", "3.61"],
+        ["250,000", "3.0", "3.6", "2.75", "294", "1.99"],
+        ["500,000", "6.5", "6.9", "6.50", "234", "3.61"],
     ]
     table = atari_ppo.markdown(
         [dict(run, wall_s=100.0, fps=5_200.0, train_return=9.0, eval_return=None)]
     )
-    assert "| 500,000 | 6.5 | 6.9 | 234 | 3.61 |" in table
+    assert "| 500,000 | 6.5 | 6.9 | 6.50 | 234 | 3.61 |" in table
     assert "rl-trained-agents" in table
 
 
