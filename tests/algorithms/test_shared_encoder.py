@@ -28,6 +28,7 @@ from alf.networks.value_networks import ValueNetwork
 from alf.optimizers import Adam
 from alf.tensor_specs import BoundedTensorSpec, TensorSpec
 from alf.utils import dist_utils, seeding
+from alf.utils.losses import element_wise_huber_loss
 from tests.algorithms.algorithm_test_utils import evaluate, parameters_of
 
 OBS_SPEC = TensorSpec((4,))
@@ -229,7 +230,11 @@ def test_mirror_loss_goes_through_the_encoder():
 
 
 def test_ppo_with_a_shared_mlp_encoder_learns_cart_pole():
-    """SB3's CartPole settings (as ``ppo_cart_pole_conf.py``), one shared tanh MLP."""
+    """SB3's CartPole settings (as ``ppo_cart_pole_conf.py``: 8 envs x 32 steps, 20 epochs,
+    lr and clip range decaying to 0) with one shared tanh MLP and linear heads, and a Huber
+    value loss: with the squared one, CartPole's value errors (returns up to ~50) swamp the
+    policy gradient in the shared layers (measured, seed 1, 80 iterations: 104 with it, 500
+    with separate networks; with Huber, 150 iterations: seeds 1-3 at 500, 302, 500)."""
     seeding.set_random_seed(1)
     env = create_environment(
         env_name="CartPole-v1", num_parallel_environments=8, nonparallel=True, seed=1
@@ -238,10 +243,11 @@ def test_ppo_with_a_shared_mlp_encoder_learns_cart_pole():
         unroll_length=32,
         mini_batch_size=256,
         mini_batch_length=1,
-        num_updates_per_train_iter=10,
+        num_updates_per_train_iter=20,
         replay_buffer_length=32,
         whole_replay_buffer_training=True,
         clear_replay_buffer=True,
+        num_iterations=150,
     )
     alg = PPOAlgorithm(
         observation_spec=env.observation_spec(),
@@ -251,17 +257,22 @@ def test_ppo_with_a_shared_mlp_encoder_learns_cart_pole():
         encoding_network_ctor=functools.partial(
             EncodingNetwork, fc_layer_params=(64, 64), activation=torch.tanh
         ),
-        loss=PPOLoss(gamma=0.98, td_lambda=0.8, td_loss_weight=0.5),
-        optimizer=Adam(lr=1e-3, eps=1e-5, gradient_clipping=0.5),
+        loss=PPOLoss(
+            gamma=0.98,
+            td_lambda=0.8,
+            td_loss_weight=0.5,
+            td_error_loss_fn=element_wise_huber_loss,
+            importance_ratio_clipping=[(0, 0.2), (1, 0.0)],
+        ),
+        optimizer=Adam(lr=[(0, 1e-3), (1, 0.0)], eps=1e-5, gradient_clipping=0.5),
     )
     eval_env = create_environment(
         env_name="CartPole-v1", num_parallel_environments=4, nonparallel=True, seed=7
     )
     try:
-        for _ in range(60):
+        for _ in range(150):
             alg.train_iter()
-        score = evaluate(alg, eval_env, num_episodes=4)
-        assert score >= 400, score
+        assert evaluate(alg, eval_env, num_episodes=4) == 500.0  # the maximum
     finally:
         env.close()
         eval_env.close()
