@@ -17,12 +17,15 @@ same time as alf (two processes, ``--num_threads`` each), and reports the same n
 its ``Monitor`` (whole games, unclipped) and a final 10-game deterministic evaluation.
 SB3's ``AtariWrapper`` needs OpenCV: ``pip install opencv-python-headless`` (not an alf extra).
 
-Published reference (``PUBLISHED``): rl-baselines3-zoo's ``benchmark.md`` gives only the
-final scores of its trained agents, after 10M agent steps (40M frames): PPO
-BreakoutNoFrameskip-v4 398.0 +/- 33.3 (60 episodes), PongNoFrameskip-v4 21.0 +/- 0.1 (90
-episodes). No published SB3 number at a budget of a few million frames was found (the
-learning curves of SB3's PPO Atari runs, linked from SB3's PPO documentation, and the
-openrlbenchmark reports are plots), which is why ``--sb3`` measures one here.
+Published references. ``PUBLISHED``: rl-baselines3-zoo's ``benchmark.md`` gives the final
+scores of its trained agents, after 10M agent steps (40M frames): PPO BreakoutNoFrameskip-v4
+398.0 +/- 33.3 (60 episodes), PongNoFrameskip-v4 21.0 +/- 0.1 (90 episodes).
+``PUBLISHED_CURVE``: the training curve of that Breakout agent, from the ``Monitor`` logs
+published with it (``benchmarks/zoo_curve.py`` says how): per window of 250k frames, the
+games that ended in it and their mean score, and the mean of the last 10 games ended by the
+window's end, which is the statistic of alf's training ``AverageReturn``. The report puts
+alf's training ``AverageReturn`` at each window's end (its last iteration at or before it)
+beside them.
 """
 
 from __future__ import annotations
@@ -45,6 +48,41 @@ PUBLISHED = {
 PUBLISHED_SOURCE = (
     "rl-baselines3-zoo benchmark.md (PPO, 10M agent steps = 40M frames, trained agent's "
     "deterministic evaluation)"
+)
+
+#: rl-baselines3-zoo's trained PPO BreakoutNoFrameskip-v4 agent (rl-zoo's Atari PPO settings,
+#: 8 envs, the schedules over 10M agent steps, as ``ppo_breakout_conf.py``): its training
+#: games, from ``ppo/BreakoutNoFrameskip-v4_1/{0..7}.monitor.csv`` of the GitHub repository
+#: DLR-RM/rl-trained-agents (added in commit 83f477ed1dcd634b5132ff8dce41e6987cf7e5e8, the
+#: same files at 60fac6404448c7c9e5c4abe91e8e5aef099d107e), by ``python -m
+#: benchmarks.zoo_curve DIR`` (DIR holding those 8 files; whole games, raw scores; a game
+#: ending when its env has run F frames counts at 8 * F frames). Rows: (window end in
+#: frames, games ended in the 250k frames up to it, their mean score, mean of the last 10
+#: games ended by then).
+PUBLISHED_WINDOW = 250_000
+PUBLISHED_CURVE = {
+    "BreakoutNoFrameskip-v4": (
+        (250_000, 294, 1.99, 3.6),
+        (500_000, 234, 3.61, 6.9),
+        (750_000, 173, 7.16, 7.2),
+        (1_000_000, 140, 9.53, 11.0),
+        (1_250_000, 125, 11.57, 14.2),
+        (1_500_000, 119, 13.24, 9.9),
+        (1_750_000, 112, 13.38, 13.2),
+        (2_000_000, 112, 14.43, 17.3),
+        (2_250_000, 99, 16.37, 18.2),
+        (2_500_000, 96, 17.78, 20.3),
+        (2_750_000, 87, 20.78, 20.0),
+        (3_000_000, 86, 21.4, 22.9),
+        (3_250_000, 89, 20.82, 22.0),
+        (3_500_000, 78, 23.4, 26.8),
+        (3_750_000, 83, 22.98, 29.0),
+        (4_000_000, 79, 25.41, 27.7),
+    )
+}
+PUBLISHED_CURVE_SOURCE = (
+    "rl-baselines3-zoo's trained PPO agent's training Monitor logs (GitHub DLR-RM/"
+    "rl-trained-agents, ppo/BreakoutNoFrameskip-v4_1/*.monitor.csv, commit 83f477ed)"
 )
 
 
@@ -189,7 +227,39 @@ def markdown(runs: list[dict]) -> str:
             + [report.fmt(r["fps"], 0), report.fmt(r["train_return"], 1)]
             + [report.fmt(r["eval_return"], 1), ref]
         )
-    return report.table(header, rows) + f"\n\nPublished: {PUBLISHED_SOURCE}.\n"
+    text = report.table(header, rows) + f"\n\nPublished: {PUBLISHED_SOURCE}.\n"
+    for r in runs:
+        curve = curve_rows(r)
+        if curve:
+            name = r["framework"]
+            header = ["frames", f"{name} train return (last 10 games)", "zoo: last 10 games"]
+            header += [f"{name}: mean over the window", "zoo: games in window", "zoo: their mean"]
+            text += f"\n{r['framework']} seed {r['seed']} against the published curve:\n\n"
+            text += report.table(header, curve) + "\n"
+    if any(curve_rows(r) for r in runs):
+        text += f"\nPublished curve: {PUBLISHED_CURVE_SOURCE}.\n"
+    return text
+
+
+def curve_rows(run: dict) -> list[list[str]]:
+    """Per published window ``(end - 250k, end]`` ending within the run: the run's training
+    return at its last curve point at or before ``end``, the published last-10-games mean,
+    the mean of the run's curve points in the window (a smoother view: each point is itself
+    a mean of 10 games), and the published games and mean score in the window."""
+    rows = []
+    window = PUBLISHED_WINDOW
+    curve = run.get("curve") or ()
+    for end, games, mean, last in PUBLISHED_CURVE.get(run["env"], ()):
+        before = [v for frames, v in curve if frames <= end]
+        inside = [v for frames, v in curve if end - window < frames <= end]
+        if end > run["frames"] or not before:
+            continue
+        smooth = sum(inside) / len(inside) if inside else None
+        rows.append(
+            [report.fmt(end), report.fmt(before[-1], 1), report.fmt(last, 1)]
+            + [report.fmt(smooth, 2), report.fmt(games), report.fmt(mean, 2)]
+        )
+    return rows
 
 
 def main() -> None:

@@ -13,6 +13,7 @@ from alf.algorithms.mirror_loss import check_mirror_setup, mirror_info
 from alf.algorithms.on_policy_algorithm import OnPolicyAlgorithm
 from alf.data_structures import AlgStep, StepType, TimeStep
 from alf.networks.actor_distribution_networks import ActorDistributionNetwork
+from alf.networks.encoder_head import EncoderHeadNetwork
 from alf.networks.value_networks import ValueNetwork
 from alf.tensor_specs import TensorSpec
 from alf.utils import dist_utils
@@ -58,6 +59,21 @@ class ActorCriticInfo(NamedTuple):
 class ActorCriticAlgorithm(OnPolicyAlgorithm):
     """Actor-critic: a policy network and a state-value network.
 
+    **Shared encoder** (``encoding_network_ctor``): by default the actor and the value
+    network each read the observation through layers of their own. With
+    ``encoding_network_ctor``, one encoder ``encoding_network_ctor(input_tensor_spec=
+    observation_spec)`` (e.g. an ``EncodingNetwork`` with ``conv_layer_params`` and
+    ``fc_layer_params``: Stable-Baselines3's ``CnnPolicy``) encodes the observation once
+    per step, and ``actor_network_ctor`` / ``value_network_ctor`` build heads on its
+    ``output_spec`` (e.g. an ``ActorDistributionNetwork`` and a ``ValueNetwork`` without
+    hidden layers: linear heads). The encoder is trained by the sum of all the loss terms
+    (policy, value, entropy), as in SB3. ``actor_network`` and ``value_network`` are then
+    ``EncoderHeadNetwork``s (encoder then head: the whole policy and value function, e.g.
+    for ``TracAlgorithm``, whose trust-region step then also scales the encoder's step).
+    ``actor_optimizer`` / ``value_optimizer`` then optimize the heads only; the encoder
+    is optimized by ``optimizer``. The encoder must be feed-forward. The mirror loss
+    goes through the encoder (the mirrored observation is encoded too).
+
     Args:
         observation_spec: spec of the (transformed) observation.
         action_spec: spec of the action.
@@ -65,6 +81,8 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
         actor_network_ctor: ``ctor(input_tensor_spec=, action_spec=)`` → network
             returning an action distribution.
         value_network_ctor: ``ctor(input_tensor_spec=)`` → network returning ``[B]``.
+        encoding_network_ctor: ``ctor(input_tensor_spec=)`` → a feed-forward network
+            whose output both heads read (see above); None: no shared encoder.
         env: the training environment.
         config: the ``TrainerConfig``.
         loss: the loss object (``loss_class()`` when None).
@@ -85,6 +103,7 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
         reward_spec=TensorSpec(()),
         actor_network_ctor=ActorDistributionNetwork,
         value_network_ctor=ValueNetwork,
+        encoding_network_ctor=None,
         env=None,
         config=None,
         loss=None,
@@ -98,10 +117,17 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
     ):
         if reward_spec.shape != ():
             raise ValueError(f"{name} needs a scalar reward, got reward_spec {reward_spec}")
-        actor_network = actor_network_ctor(
-            input_tensor_spec=observation_spec, action_spec=action_spec
+        encoder, actor_network, value_network = _build_networks(
+            observation_spec,
+            action_spec,
+            actor_network_ctor,
+            value_network_ctor,
+            encoding_network_ctor,
+            optimizer,
+            actor_optimizer,
+            value_optimizer,
+            name,
         )
-        value_network = value_network_ctor(input_tensor_spec=observation_spec)
         state_spec = ActorCriticState(
             actor=actor_network.state_spec, value=value_network.state_spec
         )
@@ -117,12 +143,23 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
             debug_summaries=debug_summaries,
             name=name,
         )
-        self._actor_network = actor_network
-        self._value_network = value_network
+        self._encoding_network = encoder
+        if encoder is None:
+            self._actor_network = actor_network
+            self._value_network = value_network
+        else:
+            # the heads are the registered modules (one state-dict entry per parameter);
+            # the whole networks share them and are kept aside, for readers from outside
+            self._actor_head = actor_network.head
+            self._value_head = value_network.head
+            object.__setattr__(self, "_actor_network", actor_network)
+            object.__setattr__(self, "_value_network", value_network)
+        # what predict/rollout/train steps run on the encoding (the whole networks if none)
+        self._heads = (_head(actor_network), _head(value_network))
         if actor_optimizer is not None:
-            self.add_optimizer(actor_optimizer, [actor_network])
+            self.add_optimizer(actor_optimizer, [self._heads[0]])
         if value_optimizer is not None:
-            self.add_optimizer(value_optimizer, [value_network])
+            self.add_optimizer(value_optimizer, [self._heads[1]])
         self._loss = loss if loss is not None else loss_class(debug_summaries=debug_summaries)
         self._mirror = getattr(self._loss, "mirror", None)
         check_mirror_setup(self._mirror, observation_spec, action_spec, actor_network, name)
@@ -146,12 +183,23 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
         return self._value_network
 
     @property
+    def encoding_network(self):
+        """The shared encoder (None without ``encoding_network_ctor``)."""
+        return self._encoding_network
+
+    def _encode(self, observation):
+        """The heads' input: the shared encoder's output, else the observation itself."""
+        if self._encoding_network is None:
+            return observation
+        return self._encoding_network(observation)[0]
+
+    @property
     def loss(self):
         return self._loss
 
     def predict_step(self, inputs: TimeStep, state) -> AlgStep:
         """The mode of the policy (a sample with probability ``epsilon_greedy``)."""
-        dist, actor_state = self._actor_network(inputs.observation, state.actor)
+        dist, actor_state = self._heads[0](self._encode(inputs.observation), state.actor)
         action = dist_utils.get_mode(dist)
         if self._epsilon_greedy > 0:
             sample = dist_utils.sample_action_distribution(dist)
@@ -166,8 +214,9 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
 
     def rollout_step(self, inputs: TimeStep, state) -> AlgStep:
         """Sample an action; keep its log-probability and the state value."""
-        value, value_state = self._value_network(inputs.observation, state.value)
-        dist, actor_state = self._actor_network(inputs.observation, state.actor)
+        encoding = self._encode(inputs.observation)
+        value, value_state = self._heads[1](encoding, state.value)
+        dist, actor_state = self._heads[0](encoding, state.actor)
         action = dist_utils.sample_action_distribution(dist)
         log_prob = dist_utils.compute_log_probability(dist, action)
         return AlgStep(
@@ -182,8 +231,9 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
         The entropy is ``()`` when ``loss.uses_entropy()`` is False (no entropy bonus
         and no summaries this update): nothing would read it.
         """
-        value, value_state = self._value_network(inputs.observation, state.value)
-        dist, actor_state = self._actor_network(inputs.observation, state.actor)
+        encoding = self._encode(inputs.observation)
+        value, value_state = self._heads[1](encoding, state.value)
+        dist, actor_state = self._heads[0](encoding, state.actor)
         info = ActorCriticInfo(
             step_type=inputs.step_type,
             reward=inputs.reward,
@@ -224,3 +274,45 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
         mask = info.step_type != StepType.LAST
         bonus = self._entropy_target.loss(info.entropy, mask)
         return loss_info._replace(loss=loss_info.loss + bonus)
+
+
+def _head(network):
+    """The part of ``network`` that reads the encoding (all of it without an encoder)."""
+    return network.head if isinstance(network, EncoderHeadNetwork) else network
+
+
+def _build_networks(
+    observation_spec,
+    action_spec,
+    actor_network_ctor,
+    value_network_ctor,
+    encoding_network_ctor,
+    optimizer,
+    actor_optimizer,
+    value_optimizer,
+    name: str,
+):
+    """``(encoder or None, actor network, value network)``; with an encoder, the two
+    networks are ``EncoderHeadNetwork``s sharing it."""
+    if encoding_network_ctor is None:
+        actor = actor_network_ctor(input_tensor_spec=observation_spec, action_spec=action_spec)
+        return None, actor, value_network_ctor(input_tensor_spec=observation_spec)
+    encoder = encoding_network_ctor(input_tensor_spec=observation_spec)
+    if encoder.is_recurrent:
+        raise ValueError(
+            f"{name}.encoding_network_ctor: the shared encoder must be feed-forward, got the "
+            f"recurrent {type(encoder).__name__} (make the actor/value heads recurrent instead)"
+        )
+    if optimizer is None and (actor_optimizer is not None or value_optimizer is not None):
+        raise ValueError(
+            f"{name}.encoding_network_ctor: actor_optimizer/value_optimizer optimize the heads "
+            "only; give optimizer too, for the shared encoder"
+        )
+    spec = encoder.output_spec
+    actor_head = actor_network_ctor(input_tensor_spec=spec, action_spec=action_spec)
+    value_head = value_network_ctor(input_tensor_spec=spec)
+    return (
+        encoder,
+        EncoderHeadNetwork(encoder, actor_head, name=f"{name}.actor_network"),
+        EncoderHeadNetwork(encoder, value_head, name=f"{name}.value_network"),
+    )

@@ -30,7 +30,8 @@ from alf.utils import distributed
 
 @alf.configurable
 class PPOAlgorithm(ActorCriticAlgorithm):
-    """PPO (Schulman et al. 2017). Arguments as ``ActorCriticAlgorithm``, plus:
+    """PPO (Schulman et al. 2017). Arguments as ``ActorCriticAlgorithm`` (including
+    ``encoding_network_ctor``, a shared encoder of the actor and value heads), plus:
 
     Args:
         target_kl: stop this iteration's epochs when a minibatch's approximate KL
@@ -46,6 +47,7 @@ class PPOAlgorithm(ActorCriticAlgorithm):
         reward_spec=TensorSpec(()),
         actor_network_ctor=ActorDistributionNetwork,
         value_network_ctor=ValueNetwork,
+        encoding_network_ctor=None,
         env=None,
         config=None,
         loss=None,
@@ -64,6 +66,7 @@ class PPOAlgorithm(ActorCriticAlgorithm):
             reward_spec=reward_spec,
             actor_network_ctor=actor_network_ctor,
             value_network_ctor=value_network_ctor,
+            encoding_network_ctor=encoding_network_ctor,
             env=env,
             config=config,
             loss=loss,

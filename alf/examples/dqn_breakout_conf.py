@@ -6,7 +6,7 @@ defaults: one env, replay buffer 100k, learning rate 1e-4, batch 32, learning st
 100k steps, target network copied every 1,000 env steps, one gradient step every 4 env
 steps, epsilon from 1 to 0.01 over the first 10% of the 10M agent steps (40M frames),
 gamma 0.99, Huber loss, gradient norm clipped at 10; Nature-CNN (32 8x8/4, 64 4x4/2,
-64 3x3/1, fc 512). How the SB3 knobs map onto alf's:
+64 3x3/1, fc 512; ``atari_networks.py``). How the SB3 knobs map onto alf's:
 
 - ``train_freq=4, gradient_steps=1`` → ``unroll_length=4``, one update per iteration of
   ``mini_batch_size=32`` transitions (``mini_batch_length=2``, ``n_step=1``).
@@ -27,6 +27,7 @@ import alf
 from alf.algorithms.data_transformer import FrameStacker, ImageScaleTransformer, RewardClipping
 from alf.algorithms.dqn_algorithm import DqnAlgorithm
 from alf.environments import suite_atari
+from alf.examples.atari_networks import NATURE_CNN_CONV_LAYER_PARAMS, NATURE_CNN_FC_LAYER_PARAMS
 from alf.networks.q_networks import QNetwork
 from alf.optimizers import Adam
 
@@ -43,8 +44,8 @@ alf.config("RewardClipping", minmax=(-1.0, 1.0))
 
 alf.config(
     "QNetwork",
-    conv_layer_params=((32, 8, 4), (64, 4, 2), (64, 3, 1)),
-    fc_layer_params=(512,),
+    conv_layer_params=NATURE_CNN_CONV_LAYER_PARAMS,
+    fc_layer_params=NATURE_CNN_FC_LAYER_PARAMS,
 )
 alf.config(
     "DqnAlgorithm",

@@ -6,7 +6,10 @@ Hyperparameters are rl-baselines3-zoo's for Stable-Baselines3 PPO on Atari
 range 0.1 both decaying linearly to 0, entropy coefficient 0.01, value coefficient 0.5,
 and SB3's PPO defaults: gamma 0.99, GAE lambda 0.95, gradient norm clipped at 0.5, Adam
 eps 1e-5, advantages normalized per minibatch, orthogonal init (gain sqrt 2; policy 0.01,
-value 1), 10M agent steps (40M frames). Nature-CNN: 32 8x8/4, 64 4x4/2, 64 3x3/1, fc 512.
+value 1), 10M agent steps (40M frames). The network is SB3's ``CnnPolicy``: one Nature-CNN
+(32 8x8/4, 64 4x4/2, 64 3x3/1, fc 512; ``atari_networks.py``) shared by the policy and the
+value function (``PPOAlgorithm.encoding_network_ctor``), each a linear head on its 512
+features, the encoder trained by both losses.
 The two linear schedules run over 10M env steps whatever ``num_env_steps`` is, so a shorter
 run (``benchmarks/atari_ppo.py``) follows the start of the 10M-step run it is compared with.
 
@@ -18,9 +21,9 @@ SB3's division by 255) and ``RewardClipping`` to ``[-1, 1]`` (SB3 clips to the s
 is the same for Atari's integer rewards). docs/atari.md says how this compares with SB3's
 ``AtariWrapper``.
 
-Deviations from SB3: the actor and the value function have a CNN each (SB3's ``CnnPolicy``
-shares one), which doubles the network work; a lost life is a discount-0 step rather than
-an episode end (the frame stack runs on across it).
+Deviations from SB3: a lost life is a discount-0 step rather than an episode end (the frame
+stack runs on across it). (Until the shared encoder came in, the actor and the value function
+had a CNN each, which doubled the network work.)
 """
 
 import functools
@@ -32,7 +35,7 @@ from alf.algorithms.data_transformer import FrameStacker, ImageScaleTransformer,
 from alf.algorithms.ppo_algorithm import PPOAlgorithm
 from alf.algorithms.ppo_loss import PPOLoss
 from alf.environments import suite_atari
-from alf.initializers import orthogonal_init
+from alf.examples.atari_networks import nature_cnn_encoder
 from alf.networks.actor_distribution_networks import ActorDistributionNetwork
 from alf.networks.projection_networks import CategoricalProjectionNetwork
 from alf.networks.value_networks import ValueNetwork
@@ -59,10 +62,6 @@ alf.config("FrameStacker", stack_size=4)
 alf.config("ImageScaleTransformer", min=0.0, max=1.0)
 alf.config("RewardClipping", minmax=(-1.0, 1.0))
 
-#: Nature-CNN (Mnih et al. 2015): (filters, kernel size, stride).
-CONV_LAYER_PARAMS = ((32, 8, 4), (64, 4, 2), (64, 3, 1))
-FC_LAYER_PARAMS = (512,)
-
 alf.config(
     "PPOLoss",
     gamma=0.99,
@@ -74,20 +73,18 @@ alf.config(
 )
 alf.config(
     "PPOAlgorithm",
+    # SB3's CnnPolicy: one Nature-CNN, a linear policy head (init gain 0.01) and a linear
+    # value head (gain 1) on its features
+    encoding_network_ctor=nature_cnn_encoder,
     actor_network_ctor=functools.partial(
         ActorDistributionNetwork,
-        conv_layer_params=CONV_LAYER_PARAMS,
-        fc_layer_params=FC_LAYER_PARAMS,
-        kernel_initializer=orthogonal_init,
         discrete_projection_net_ctor=functools.partial(
-            CategoricalProjectionNetwork, logits_init_output_factor=0.01
+            CategoricalProjectionNetwork,
+            kernel_initializer=functools.partial(torch.nn.init.orthogonal_, gain=0.01),
         ),
     ),
     value_network_ctor=functools.partial(
         ValueNetwork,
-        conv_layer_params=CONV_LAYER_PARAMS,
-        fc_layer_params=FC_LAYER_PARAMS,
-        kernel_initializer=orthogonal_init,
         last_kernel_initializer=functools.partial(torch.nn.init.orthogonal_, gain=1.0),
     ),
     loss_class=PPOLoss,

@@ -55,6 +55,8 @@ class CategoricalProjectionNetwork(Network):
         action_spec: a discrete ``BoundedTensorSpec``.
         logits_init_output_factor: gain of the initial logits weights (small, so
             the initial policy is close to uniform).
+        kernel_initializer: ``init(weight)`` of the logits layer, instead of the variance
+            scaling by ``logits_init_output_factor`` (e.g. SB3's orthogonal init, gain 0.01).
         name: name of the network.
     """
 
@@ -63,6 +65,7 @@ class CategoricalProjectionNetwork(Network):
         input_size,
         action_spec,
         logits_init_output_factor=0.1,
+        kernel_initializer=None,
         name="CategoricalProjectionNetwork",
     ):
         super().__init__(TensorSpec((input_size,)), name=name)
@@ -82,7 +85,11 @@ class CategoricalProjectionNetwork(Network):
         self._event_ndims = action_spec.ndim
         self._minimum = _uniform_minimum(action_spec)
         self._projection_layer = _projection_layer(
-            input_size, math.prod(self._output_shape), logits_init_output_factor, None
+            input_size,
+            math.prod(self._output_shape),
+            logits_init_output_factor,
+            None,
+            kernel_initializer=kernel_initializer,
         )
         self._projection_op = LinearOp(self._projection_layer)
 

@@ -23,3 +23,31 @@ def test_record_counts_frames_and_the_last_values():
     table = atari_ppo.markdown([run])
     assert "| alf | BreakoutNoFrameskip-v4 | 0 | 81,920 |" in table
     assert "398.0 ± 33.3" in table  # the published SB3 figure for Breakout
+
+
+def test_curve_rows_put_the_return_at_each_window_end_beside_the_published_one():
+    # alf points every 4,096 frames would do; three points are enough to check the choice
+    run = dict(
+        framework="alf",
+        env="BreakoutNoFrameskip-v4",
+        seed=0,
+        frames=520_000,
+        curve=[[245_760, 2.5], [249_856, 3.0], [499_712, 6.5], [520_000, 9.0]],
+    )
+    rows = atari_ppo.curve_rows(run)
+    # windows ending at 250k and 500k; 750k is past the run
+    # window means: (2.5 + 3.0) / 2 and 6.5 alone (520,000 is past the 500k window)
+    assert rows == [
+        ["250,000", "3.0", "3.6", "2.75", "294", "1.99"],
+        ["500,000", "6.5", "6.9", "6.50", "234", "3.61"],
+    ]
+    table = atari_ppo.markdown(
+        [dict(run, wall_s=100.0, fps=5_200.0, train_return=9.0, eval_return=None)]
+    )
+    assert "| 500,000 | 6.5 | 6.9 | 6.50 | 234 | 3.61 |" in table
+    assert "rl-trained-agents" in table
+
+
+def test_published_curve_windows_are_250k_frames_up_to_4m():
+    rows = atari_ppo.PUBLISHED_CURVE["BreakoutNoFrameskip-v4"]
+    assert [r[0] for r in rows] == list(range(250_000, 4_000_001, 250_000))

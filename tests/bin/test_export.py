@@ -1,6 +1,7 @@
 """``alf.bin.export`` and ``alf.utils.policy_export`` on real tiny runs: PPO CartPole
 (discrete, MLP), PPO Pendulum (continuous, with an ``ObservationNormalizer``) and PPO on an
-image env (a conv network, with ``ImageScaleTransformer``).
+image env (a conv network, with ``ImageScaleTransformer``; separate networks, and one conv
+encoder shared by the actor and value heads).
 
 Each run's exported file (ONNX through onnxruntime, TorchScript, ``torch.export``) is run
 on observations the environment produced while the checkpoint's policy acted on it, and on
@@ -26,6 +27,7 @@ RUNS = {
     "cart_pole": ("tiny_ppo_conf.py", "TrainerConfig.num_iterations=4"),
     "pendulum": ("tiny_ppo_pendulum_conf.py", "TrainerConfig.num_iterations=4"),
     "image": ("tiny_ppo_image_conf.py", "TrainerConfig.num_iterations=3"),
+    "image_shared_encoder": ("tiny_ppo_image_shared_conf.py", "TrainerConfig.num_iterations=3"),
 }
 ENV_STEPS = 300  # observations collected from the env per run
 NUM_RANDOM = 500
@@ -48,7 +50,7 @@ HAS_ONNX = all(_has(m) for m in ("onnx", "onnxscript", "onnxruntime"))
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """The three trained runs: ``{name: root_dir}`` (trained two at a time)."""
+    """The trained runs: ``{name: root_dir}`` (trained two at a time)."""
     parent = tmp_path_factory.mktemp("export_runs")
     dirs = {name: str(parent / name) for name in RUNS}
     pending = list(RUNS.items())
@@ -187,8 +189,11 @@ def test_exported_policy_acts_as_the_checkpoint(runs, tmp_path, name, fmt, ext):
         stats = normalizer._stats[0]
         assert float(stats.mean.abs().max()) > 0.05 and float((stats.var - 1).abs().max()) > 0.05
         assert float(expected[0].std()) > 1e-3
-    if name == "image":
+    if name.startswith("image"):
         assert "inputs: observation uint8[B, 3, 10, 10]" in stdout
+    if name == "image_shared_encoder":  # the file is the whole policy, encoder included
+        assert algorithm.encoding_network is not None
+        assert set(algorithm.state_dict()) >= {"_encoding_network._conv_layers.0.weight"}
 
 
 def test_nested_observations_and_names(tmp_path):
@@ -223,6 +228,48 @@ def test_nested_observations_and_names(tmp_path):
         loaded = policy_export.LoadedPolicy(str(path))
         assert loaded._inputs == ["observation.a", "observation.b"]
         assert policy_export.compare(policy, loaded, leaves) < 1e-5
+
+
+def test_shared_conv_encoder_policy_exports_whole(tmp_path):
+    """A PPO policy with a shared conv encoder (``encoding_network_ctor``, as the Breakout
+    conf): the exported files act as encoder then actor head, in every format."""
+    import functools
+
+    from alf.algorithms.config import TrainerConfig
+    from alf.algorithms.ppo_algorithm import PPOAlgorithm
+    from alf.networks.encoding_networks import EncodingNetwork
+    from alf.tensor_specs import BoundedTensorSpec
+
+    torch.manual_seed(0)
+    observation_spec = BoundedTensorSpec((2, 12, 12), torch.float32, 0.0, 1.0)
+    algorithm = PPOAlgorithm(
+        observation_spec=observation_spec,
+        action_spec=BoundedTensorSpec((), torch.int64, 0, 3),
+        encoding_network_ctor=functools.partial(
+            EncodingNetwork, conv_layer_params=((4, 3, 2),), fc_layer_params=(8,)
+        ),
+        config=TrainerConfig(root_dir=str(tmp_path), algorithm_ctor=PPOAlgorithm),
+    )
+    policy = policy_export.ExportablePolicy(algorithm, observation_spec)
+    leaves = policy_export.sample_observations(policy.input_specs, 256, seed=2)
+    with torch.no_grad():
+        encoding, _ = algorithm.encoding_network(leaves[0])
+        dist, _ = algorithm.actor_network.head(encoding)
+        by_parts = dist.probs.argmax(-1)
+        assert torch.equal(policy(*leaves), by_parts)
+    assert len(set(by_parts.tolist())) >= 2  # the actions depend on the observation
+    formats = [("torchscript", ".pt"), ("torch_export", ".pt2")]
+    formats += [("onnx", ".onnx")] if HAS_ONNX else []
+    for fmt, ext in formats:
+        path = str(tmp_path / f"policy{ext}")
+        policy_export.export(policy, path, fmt)
+        (actions,) = policy_export.LoadedPolicy(path)(leaves[0].numpy())
+        np.testing.assert_array_equal(actions, by_parts.numpy())
+    if HAS_ONNX:
+        import onnx
+
+        ops = {node.op_type for node in onnx.load(str(tmp_path / "policy.onnx")).graph.node}
+        assert "Conv" in ops  # the encoder is in the file
 
 
 # -- what cannot be exported ------------------------------------------------------------

@@ -1,6 +1,8 @@
 """The Nature-CNN layout of the Atari confs on stacked 84x84 frames, in the actor, value and
 Q networks (uint8 input is cast to float; the confs scale it with ImageScaleTransformer)."""
 
+import os
+
 import torch
 
 from alf.networks.actor_distribution_networks import ActorDistributionNetwork
@@ -52,3 +54,33 @@ def test_uint8_frames_are_cast_to_float():
     net = EncodingNetwork(spec, conv_layer_params=CONV, fc_layer_params=(512,))
     frames = torch.randint(0, 256, (2, 4, 84, 84), dtype=torch.uint8)
     torch.testing.assert_close(net(frames)[0], net(frames.float())[0])
+
+
+def test_the_breakout_ppo_conf_shares_one_nature_cnn():
+    """SB3's CnnPolicy: one Nature-CNN (``atari_networks.nature_cnn_encoder``) and two linear
+    heads, 4 logits (orthogonal, gain 0.01) and 1 value (gain 1), biases 0."""
+    import alf
+    from alf.algorithms.ppo_algorithm import PPOAlgorithm
+    from alf.examples.atari_networks import (
+        NATURE_CNN_CONV_LAYER_PARAMS,
+        NATURE_CNN_FC_LAYER_PARAMS,
+        nature_cnn_encoder,
+    )
+    from alf.utils import common
+
+    assert NATURE_CNN_CONV_LAYER_PARAMS == CONV and NATURE_CNN_FC_LAYER_PARAMS == (512,)
+    assert _num_params(nature_cnn_encoder(input_tensor_spec=FRAMES)) == NATURE_CNN_PARAMS
+    alf.reset_configs()
+    try:
+        conf = os.path.join(os.path.dirname(__file__), "..", "..", "alf", "examples")
+        common.parse_conf_file(os.path.join(conf, "ppo_breakout_conf.py"), [], [])
+        torch.manual_seed(0)
+        algorithm = PPOAlgorithm(observation_spec=FRAMES, action_spec=ACTIONS)
+    finally:
+        alf.reset_configs()
+    assert _num_params(algorithm) == NATURE_CNN_PARAMS + (512 * 4 + 4) + (512 + 1)
+    logits = algorithm.actor_network.head._projection_net._projection_layer
+    value = algorithm.value_network.head._fc_layers[0]
+    torch.testing.assert_close(logits.weight @ logits.weight.T, 1e-4 * torch.eye(4))
+    torch.testing.assert_close(value.weight @ value.weight.T, torch.ones(1, 1))
+    assert not logits.bias.any() and not value.bias.any()
