@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-from benchmarks.harness import report
+from benchmarks.harness import memory, report
 from benchmarks.harness.interleave import Turns, run_in_turns
 
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -56,10 +56,20 @@ def run(cmd: list[str], log_path: str) -> Turns:
     """Run ``cmd`` alone, output to ``log_path``; raise if it fails."""
     with open(log_path, "w") as log:
         start, cpu = time.time(), _children_cpu_s()
-        proc = subprocess.run(cmd, cwd=REPO_DIR, env=checkout_env(), stdout=log, stderr=log)
+        proc = subprocess.Popen(cmd, cwd=REPO_DIR, env=checkout_env(), stdout=log, stderr=log)
+        rss = memory.PeakSampler(proc.pid)
+        while True:
+            rss.sample()
+            try:
+                proc.wait(timeout=0.2)
+                break
+            except subprocess.TimeoutExpired:
+                continue
         end, cpu = time.time(), _children_cpu_s() - cpu
     check_exit(cmd, log_path, proc.returncode)
-    return Turns(start=start, end=end, cpu_s=cpu, returncode=proc.returncode)
+    return Turns(
+        start=start, end=end, cpu_s=cpu, returncode=proc.returncode, peak_rss_mb=rss.peak_mb
+    )
 
 
 def run_jobs(cmds: list[list[str]], log_paths: list[str], turn_s: float = 0.0) -> list[Turns]:

@@ -121,6 +121,7 @@ def result(task: Task, framework: str, seed: int, turns, run: dict) -> dict:
     record = dict(framework=framework, seed=seed, env_steps=int(run["env_steps"]))
     record["updates"] = run["updates"]
     record.update(wall_s=wall, eval_s=eval_s, train_s=wall - eval_s, cpu_s=turns.cpu_s)
+    record["peak_rss_mb"] = turns.peak_rss_mb
     record[f"{unit}_per_sec"] = count / (wall - eval_s)
     record[f"steady_{unit}_per_sec"] = steady_rate
     record[f"{unit}_per_cpu_sec"] = count / turns.cpu_s
@@ -219,7 +220,8 @@ def markdown(task: Task, runs: list[dict]) -> str:
     ]
     by_fw = {fw: [r for r in runs if r["framework"] == fw] for fw in FRAMEWORKS}
     rows = []
-    for label, key in medians_rows(task):
+    rss = [("peak RSS MB", "peak_rss_mb")] * any(r.get("peak_rss_mb") for r in runs)
+    for label, key in medians_rows(task) + rss:
         alf, sb3 = (report.median(r.get(key) for r in by_fw[fw]) for fw in FRAMEWORKS)
         rows.append([label, fmt(alf), fmt(sb3), fmt(report.ratio(alf, sb3), 2)])
     counts = [sum(r["steps_to_threshold"] is not None for r in by_fw[fw]) for fw in FRAMEWORKS]

@@ -4,11 +4,12 @@ functions in fresh processes and the shared run loop."""
 import argparse
 import json
 import os
+import sys
 
 import pytest
 
 from benchmarks import alf_ab
-from benchmarks.harness import cli, report, runner, steady, tb
+from benchmarks.harness import cli, memory, report, runner, steady, tb
 
 _AB_RUNS = [
     dict(checkout="base", repeat=0, cpu_s=2.0, wall_s=2.1, env_steps=1000),  # 2000 µs
@@ -112,6 +113,22 @@ def test_call_runs_a_function_in_a_fresh_process(tmp_path):
     assert result["cpu_us_per_step"] == {"base": 2000.0, "current": 1600.0}
     assert result["speed_ratio"] == 1.25 and result["paired_speed_ratio"] == 1.5
     assert result["fastest_speed_ratio"] == 2.0
+
+
+@pytest.mark.parametrize("turn_s", [0.0, 0.2])
+def test_runs_record_the_peak_memory_of_each_process_tree(tmp_path, turn_s):
+    """A process holding 300 MB in a child of its own, and one holding 50 MB itself, run one
+    after the other or in turns: each record has its own tree's peak."""
+    hold = "import numpy, time; a = numpy.ones({} * 2**20, numpy.uint8); time.sleep(1.0)"
+    child = hold.format(300)
+    in_child = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {child!r}])"
+    cmds = [[sys.executable, "-c", in_child], [sys.executable, "-c", hold.format(50)]]
+    logs = [str(tmp_path / f"{i}.log") for i in range(2)]
+    big, small = runner.run_jobs(cmds, logs, turn_s)
+    assert 300 < big.peak_rss_mb < 300 + 120  # the array, two interpreters and numpy
+    assert 50 < small.peak_rss_mb < 50 + 60  # not the harness's own size (torch imported)
+    assert memory.tree_rss_mb(os.getpid()) > 50 + 60
+    assert big.cpu_s > 0 and small.cpu_s > 0
 
 
 def test_run_saves_every_job_and_report_only_renders_the_saved_runs(tmp_path, capsys):
