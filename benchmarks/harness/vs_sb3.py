@@ -48,6 +48,7 @@ class Task:
     steady_starts: int = 0
     startup: bool = True  # PPO tables: show the start-up estimate
     update_stats: bool = False  # PPO: show approx KL and clip fraction
+    normalize: bool = False  # PPO: SB3 in VecNormalize (the zoo's ``normalize: true``)
 
     @property
     def unit(self) -> str:
