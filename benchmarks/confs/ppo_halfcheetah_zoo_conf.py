@@ -1,4 +1,4 @@
-"""PPO on HalfCheetah-v5 with rl-baselines3-zoo's normalization (``benchmarks.ppo_halfcheetah_zoo``).
+"""PPO HalfCheetah-v5 with rl-baselines3-zoo's normalization (``benchmarks.ppo_halfcheetah_zoo``).
 
 ``ppo_halfcheetah_bench_conf.py`` (the zoo's tuned HalfCheetah PPO entry, as SB3 gets it) plus
 what the entry's ``normalize: true`` gives SB3 — ``VecNormalize`` at its defaults:

@@ -361,11 +361,10 @@ def _vec_normalize_rewards(rewards, episode_length, gamma):
 
 def _alf_steps(rewards, episode_length):
     """The rewards as alf time steps of one env: a FIRST step (reward 0) opens each episode."""
-    steps, i = [], 0
-    for r in rewards:
-        if i % episode_length == 0:
+    steps = []
+    for i, r in enumerate(rewards, 1):
+        if i % episode_length == 1 or episode_length == 1:
             steps.append((StepType.FIRST, 0.0))
-        i += 1
         steps.append((StepType.LAST if i % episode_length == 0 else StepType.MID, float(r)))
     return steps
 
