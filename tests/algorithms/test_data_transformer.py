@@ -185,6 +185,11 @@ CASES = {
         {},
     ),
     "reward_normalizer": (COUNTING, functools.partial(RewardNormalizer, clip_value=2.0), {}),
+    "reward_normalizer_return": (
+        COUNTING,
+        functools.partial(RewardNormalizer, clip_value=2.0, update_mode="rollout", discount=0.9),
+        dict(terminate_at=4),
+    ),
     "reward_clipping": (COUNTING, functools.partial(RewardClipping, minmax=(0.5, 2.0)), {}),
     "reward_scaling": (COUNTING, functools.partial(RewardScaling, scale=-3.0), {}),
     "untransformed": (
