@@ -33,9 +33,9 @@ TASK = dataclasses.replace(
 GROUPS = {
     "alf (rewards / std of the discounted return, as VecNormalize)": (
         "alf",
-        ["ppo_halfcheetah_zoo.json", "ppo_halfcheetah_zoo_more.json"],
+        ["ppo_halfcheetah_zoo.json"],
     ),
-    "SB3 (VecNormalize)": ("sb3", ["ppo_halfcheetah_zoo.json", "ppo_halfcheetah_zoo_more.json"]),
+    "SB3 (VecNormalize)": ("sb3", ["ppo_halfcheetah_zoo.json"]),
     "alf (rewards / std of the rewards)": ("alf", ["ppo_halfcheetah_zoo_reward_std.json"]),
 }
 
@@ -61,7 +61,7 @@ def mann_whitney(a: list[float], b: list[float]) -> str:
 
 def summary(groups: dict = GROUPS) -> str:
     """Per-seed final / best eval returns of each group, their medians, and the rank tests of
-    each group against the last-but-one's framework (SB3)."""
+    each two groups."""
     runs = {label: group_runs(*spec) for label, spec in groups.items()}
     fmt = report.fmt
     rows = [
@@ -78,14 +78,13 @@ def summary(groups: dict = GROUPS) -> str:
         ]
         for label, group in runs.items()
     ]
-    sb3 = next(group for (fw, _), group in zip(groups.values(), runs.values()) if fw == "sb3")
     tests = []
-    for label, group in runs.items():
-        if group is sb3:
-            continue
-        for key in ("final_return", "best_return"):
-            a, b = [r[key] for r in group], [r[key] for r in sb3]
-            tests.append([label, key.replace("_", " "), mann_whitney(a, b)])
+    labels = list(runs)
+    for i, first in enumerate(labels):
+        for second in labels[i + 1 :]:
+            for key in ("final_return", "best_return"):
+                a, b = ([r[key] for r in runs[label]] for label in (first, second))
+                tests.append([first, second, key.replace("_", " "), mann_whitney(a, b)])
     return f"""Per seed (eval AverageReturn, 10 deterministic episodes):
 
 {report.table(["runs", "seed", "final", "best"], rows)}
@@ -94,9 +93,9 @@ Medians:
 
 {report.table(["runs", "seeds", "final (median)", "best (median)"], medians)}
 
-Two-sided Mann-Whitney U against SB3 (U counts the pairs where the first is larger):
+Two-sided Mann-Whitney U of each two groups (U counts the pairs where the first is larger):
 
-{report.table(["runs", "return", "test"], tests)}"""
+{report.table(["first", "second", "return", "test"], tests)}"""
 
 
 if __name__ == "__main__":
