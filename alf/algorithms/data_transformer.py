@@ -51,7 +51,7 @@ from alf.algorithms.hindsight_relabeler import (
     HindsightExperienceTransformer,
     l2_distance_reward_fn,
 )
-from alf.data_structures import TimeStep
+from alf.data_structures import StepType, TimeStep
 from alf.tensor_specs import BoundedTensorSpec, TensorSpec
 from alf.utils.normalizers import AdaptiveNormalizer, ScalarAdaptiveNormalizer
 
@@ -370,7 +370,16 @@ class ObservationNormalizer(_StatisticsTransformer):
 
 @alf.configurable
 class RewardNormalizer(_StatisticsTransformer):
-    """Divide rewards by their running standard deviation (optionally minus the mean).
+    """Divide rewards by a running standard deviation (optionally minus the mean).
+
+    By default the statistics are those of the rewards themselves. With ``discount``
+    set they are those of each environment's running discounted return
+    ``R_t = discount * R_{t-1} + r_t`` (restarted at every episode's FIRST step, whose
+    return is no sample), and rewards are divided by that return's standard deviation
+    (the mean is not subtracted): the scheme of Stable-Baselines3's ``VecNormalize``
+    and the rl-baselines3-zoo's ``normalize: true``, with ``discount`` the algorithm's
+    gamma. The returns are the transformer's rollout state, so ``discount`` needs
+    ``update_mode='rollout'`` (replayed batches are not consecutive steps).
 
     Args:
         observation_spec: the observation spec (unchanged).
@@ -378,7 +387,11 @@ class RewardNormalizer(_StatisticsTransformer):
         update_mode: ``'replay'`` or ``'rollout'`` (see ``ObservationNormalizer``).
         speed: see ``RunningMeanVar``.
         zero_mean: subtract the mean reward too (False by default: the sign of
-            rewards often matters, e.g. a constant per-step penalty).
+            rewards often matters, e.g. a constant per-step penalty). Not with
+            ``discount``.
+        discount: None (statistics of the rewards) or the discount of the running
+            return whose standard deviation rewards are divided by.
+        variance_epsilon: added to the variance.
     """
 
     def __init__(
@@ -388,10 +401,23 @@ class RewardNormalizer(_StatisticsTransformer):
         update_mode: str = "replay",
         speed: float | None = None,
         zero_mean: bool = False,
+        discount: float | None = None,
+        variance_epsilon: float = 1e-8,
     ):
         super().__init__(observation_spec, update_mode, "RewardNormalizer")
+        if discount is not None:
+            if update_mode != "rollout":
+                raise ValueError("RewardNormalizer: discount needs update_mode='rollout'")
+            if zero_mean:
+                raise ValueError("RewardNormalizer: discount does not subtract a mean")
+            self._state_spec = TensorSpec((), torch.float64)  # each env's running return
+        self._discount = discount
         self._normalizer = ScalarAdaptiveNormalizer(
-            TensorSpec(()), speed=speed, zero_mean=zero_mean, clipping=clip_value
+            TensorSpec(()),
+            speed=speed,
+            zero_mean=zero_mean,
+            variance_epsilon=variance_epsilon,
+            clipping=clip_value,
         )
 
     @property
@@ -403,6 +429,22 @@ class RewardNormalizer(_StatisticsTransformer):
 
     def _normalized(self, time_step):
         return time_step._replace(reward=self._normalizer.normalize(time_step.reward))
+
+    def transform_timestep(self, time_step, state):
+        if self._discount is None:
+            return super().transform_timestep(time_step, state)
+        if self.training:
+            reward = time_step.reward.to(torch.float64)
+            first = time_step.step_type == StepType.FIRST
+            if not isinstance(state, torch.Tensor):  # no rollout state yet
+                state = torch.zeros_like(reward)
+            state = torch.where(first, torch.zeros_like(reward), self._discount * state + reward)
+            samples = state[~first]
+            if self._prenormalizing:  # statistics first, as VecNormalize does each step
+                self._normalizer.update(samples)
+            else:
+                self._pending.append(samples)  # applied by after_train_iter
+        return self._normalized(time_step), state
 
 
 @contextlib.contextmanager

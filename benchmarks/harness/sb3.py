@@ -3,6 +3,9 @@
 ``task`` is a ``vs_sb3.Task`` as a dict. PPO evaluates after the update of every iteration that
 completes a multiple of ``eval_every`` env steps and at the end (as alf's trainer), on a vector
 env of 10; SAC every ``eval_every`` env steps on one env; both reseed the eval env each time.
+With ``task["normalize"]`` (PPO) the training env is wrapped in ``VecNormalize`` (gamma the
+algorithm's) and the eval env evaluates with a frozen copy of its observation statistics and raw
+rewards, as rl-baselines3-zoo does.
 """
 
 from __future__ import annotations
@@ -34,6 +37,10 @@ def model(task: dict, seed: int, **overrides):
             if isinstance(kwargs[name], dict):
                 kwargs[name] = partial(_linear, float(kwargs[name]["linear"]))
         env = make_vec_env(task["env_name"], n_envs=task["num_envs"], seed=seed)
+        if task.get("normalize"):  # the zoo's ``normalize: true``, its gamma the algorithm's
+            from stable_baselines3.common.vec_env import VecNormalize
+
+            env = VecNormalize(env, gamma=kwargs.get("gamma", 0.99))
     else:
         env = gym.make(task["env_name"])
     algorithm = dict(dqn=DQN, ppo=PPO, sac=SAC)[task["algorithm"]]
@@ -49,16 +56,23 @@ def learn(task: dict, seed: int) -> dict:
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.vec_env import sync_envs_normalization
 
     eval_seed, ppo, every = seed + 999, task["algorithm"] == "ppo", task["eval_every"]
     if ppo:
         eval_env = make_vec_env(task["env_name"], n_envs=10, seed=eval_seed)
+        if task.get("normalize"):  # as the zoo: frozen observation statistics, raw rewards
+            from stable_baselines3.common.vec_env import VecNormalize
+
+            eval_env = VecNormalize(eval_env, training=False, norm_reward=False)
     else:
         eval_env = gym.make(task["env_name"])
     evals, rates, stats = [], [], []
 
     def evaluate(sb3_model):
         start = time.time()
+        if task.get("normalize"):  # the training env's statistics as they are now
+            sync_envs_normalization(sb3_model.get_env(), eval_env)
         eval_env.seed(eval_seed) if ppo else eval_env.reset(seed=eval_seed)
         n = task["num_eval_episodes"]
         mean, _ = evaluate_policy(sb3_model, eval_env, n_eval_episodes=n, deterministic=True)

@@ -48,6 +48,7 @@ class Task:
     steady_starts: int = 0
     startup: bool = True  # PPO tables: show the start-up estimate
     update_stats: bool = False  # PPO: show approx KL and clip fraction
+    normalize: bool = False  # PPO: SB3 in VecNormalize (the zoo's ``normalize: true``)
 
     @property
     def unit(self) -> str:
@@ -57,8 +58,8 @@ class Task:
 # -- learning runs -----------------------------------------------------------------------
 
 
-def seed_runs(task: Task, seed: int, work_dir: str, turn_s: float) -> list[dict]:
-    """alf and SB3 on ``seed``: their results."""
+def seed_runs(task: Task, seed: int, work_dir: str, turn_s: float, only=None) -> list[dict]:
+    """alf and SB3 (or ``only`` one of them) on ``seed``: their results."""
     root_dir = os.path.join(work_dir, f"alf_seed{seed}")
     shutil.rmtree(root_dir, ignore_errors=True)  # alf would resume an old run
     params = [f"TrainerConfig.num_env_steps={task.env_steps}", *task.conf_params]
@@ -72,9 +73,21 @@ def seed_runs(task: Task, seed: int, work_dir: str, turn_s: float) -> list[dict]
     out = os.path.join(work_dir, f"sb3_seed{seed}.json")
     info = dict(start=runner.now(), load_start=runner.load_average())
     sb3_cmd = runner.function_cmd(SB3_LEARN, out, task=dataclasses.asdict(task), seed=seed)
-    cmds, logs = [alf_cmd, sb3_cmd], [root_dir + ".log", out + ".log"]
-    alf_turns, sb3_turns = runner.run_jobs(cmds, logs, turn_s)
+    jobs = [("alf", alf_cmd, root_dir + ".log"), ("sb3", sb3_cmd, out + ".log")]
+    jobs = [job for job in jobs if only in (None, job[0])]
+    turns = runner.run_jobs([job[1] for job in jobs], [job[2] for job in jobs], turn_s)
+    turns = dict(zip([job[0] for job in jobs], turns))
     info.update(end=runner.now(), load_end=runner.load_average())
+    results = []
+    if "alf" in turns:
+        results.append(result(task, "alf", seed, turns["alf"], _alf_run(task, root_dir, info)))
+    if "sb3" in turns:
+        results.append(result(task, "sb3", seed, turns["sb3"], report.read_json(out)))
+    return [dict(r, **info) for r in results]
+
+
+def _alf_run(task: Task, root_dir: str, info: dict) -> dict:
+    """alf's evaluations and PPO statistics from its summaries (``info``: checkpoint time)."""
     eval_dir, train_dir = os.path.join(root_dir, "eval"), os.path.join(root_dir, "train")
     returns = tb.scalars(eval_dir, "Metrics_vs_EnvironmentSteps/AverageReturn")
     times = tb.scalars(eval_dir, "time/eval")  # written right after each evaluation
@@ -88,9 +101,7 @@ def seed_runs(task: Task, seed: int, work_dir: str, turn_s: float) -> list[dict]
         with open(root_dir + ".log") as f:
             checkpoints = re.findall(r"Checkpoint .* written in ([0-9.]+)s", f.read())
         info["checkpoint_s"] = round(sum(map(float, checkpoints)), 3)
-    sb3 = report.read_json(out)
-    results = [result(task, "alf", seed, alf_turns, alf), result(task, "sb3", seed, sb3_turns, sb3)]
-    return [dict(r, **info) for r in results]
+    return alf
 
 
 def _per_step(values) -> dict:
@@ -338,8 +349,11 @@ def main(task: Task, doc: str) -> None:
     parser.add_argument("--steady", type=int, default=0, help="steady-state A/B of N iterations")
     parser.add_argument("--repeats", type=int, default=3, help="steady-state A/B repeats")
     parser.add_argument("--with_sb3_ftz", action="store_true", help="A/B: also SB3 + FTZ")
+    parser.add_argument("--only", choices=FRAMEWORKS, help="learning runs of one framework")
+    parser.add_argument("--conf_param", action="append", default=[], help="alf: added")
     args = parser.parse_args()
     task = dataclasses.replace(task, env_steps=args.env_steps, eval_every=args.eval_every)
+    task = dataclasses.replace(task, conf_params=task.conf_params + tuple(args.conf_param))
     name = task.name + "_steady" * bool(args.steady)
     is_steady = (args.results_json or name).removesuffix(".json").endswith("_steady")
     frameworks = FRAMEWORKS + ("sb3_ftz",) * args.with_sb3_ftz
@@ -349,6 +363,9 @@ def main(task: Task, doc: str) -> None:
             for repeat in range(args.repeats)
         ]
     else:
-        jobs = [partial(seed_runs, task, seed, args.work_dir, args.turn_s) for seed in args.seeds]
+        jobs = [
+            partial(seed_runs, task, seed, args.work_dir, args.turn_s, args.only)
+            for seed in args.seeds
+        ]
     render = partial(steady_markdown if is_steady else markdown, task)
     cli.run(args, name, render, jobs)

@@ -30,6 +30,7 @@ from alf.algorithms.data_transformer import (
     UntransformedTimeStep,
     create_data_transformer,
     l2_distance_reward_fn,
+    prenormalizing,
 )
 from alf.algorithms.off_policy_algorithm import OffPolicyAlgorithm
 from alf.algorithms.on_policy_algorithm import OnPolicyAlgorithm
@@ -184,6 +185,11 @@ CASES = {
         {},
     ),
     "reward_normalizer": (COUNTING, functools.partial(RewardNormalizer, clip_value=2.0), {}),
+    "reward_normalizer_return": (
+        COUNTING,
+        functools.partial(RewardNormalizer, clip_value=2.0, update_mode="rollout", discount=0.9),
+        dict(terminate_at=4),
+    ),
     "reward_clipping": (COUNTING, functools.partial(RewardClipping, minmax=(0.5, 2.0)), {}),
     "reward_scaling": (COUNTING, functools.partial(RewardScaling, scale=-3.0), {}),
     "untransformed": (
@@ -329,6 +335,89 @@ def test_reward_normalizer_divides_by_std_without_centering():
     norm.after_train_iter()
     out, _ = norm.transform_timestep(ts, ())
     torch.testing.assert_close(out.reward, rewards / rewards.std(unbiased=False))
+
+
+def _vec_normalize_rewards(rewards, episode_length, gamma):
+    """SB3's ``VecNormalize`` (rewards only, one env) on scripted rewards: the normalized
+    rewards and the final variance of its running discounted return."""
+    gym = pytest.importorskip("gymnasium")
+    vec_env = pytest.importorskip("stable_baselines3.common.vec_env")
+
+    class Scripted(gym.Env):
+        observation_space = gym.spaces.Box(-1.0, 1.0, (1,))
+        action_space = gym.spaces.Box(-1.0, 1.0, (1,))
+
+        def __init__(self):
+            self.i, self.t = 0, 0
+
+        def reset(self, seed=None, options=None):
+            self.t = 0
+            return torch.zeros(1).numpy(), {}
+
+        def step(self, action):
+            reward, self.i, self.t = float(rewards[self.i]), self.i + 1, self.t + 1
+            return torch.zeros(1).numpy(), reward, False, self.t == episode_length, {}
+
+    env = vec_env.VecNormalize(vec_env.DummyVecEnv([Scripted]), norm_obs=False, gamma=gamma)
+    env.reset()
+    out = [float(env.step(torch.zeros(1, 1).numpy())[1][0]) for _ in rewards]
+    return torch.tensor(out, dtype=torch.float64), env.ret_rms.var
+
+
+def _alf_steps(rewards, episode_length):
+    """The rewards as alf time steps of one env: a FIRST step (reward 0) opens each episode."""
+    steps = []
+    for i, r in enumerate(rewards, 1):
+        if i % episode_length == 1 or episode_length == 1:
+            steps.append((StepType.FIRST, 0.0))
+        steps.append((StepType.LAST if i % episode_length == 0 else StepType.MID, float(r)))
+    return steps
+
+
+def test_reward_normalizer_discount_matches_vec_normalize():
+    """With ``discount``, per-step statistics (``prenormalizing``) give VecNormalize's
+    normalized rewards; in rollout mode the same statistics arrive at the iteration's end."""
+    gamma, episode_length = 0.9, 7
+    rewards = torch.randn(30, generator=torch.Generator().manual_seed(0)) * 3 + 1
+    expected, expected_var = _vec_normalize_rewards(rewards, episode_length, gamma)
+    steps = _alf_steps(rewards.tolist(), episode_length)
+
+    def run(norm):
+        state, out = (), []
+        for step_type, r in steps:
+            ts = TimeStep(
+                step_type=torch.tensor([step_type], dtype=torch.int32),
+                reward=torch.tensor([r]),
+            )
+            ts, state = norm.transform_timestep(ts, state)
+            if step_type != StepType.FIRST:
+                out.append(float(ts.reward[0]))
+        return torch.tensor(out, dtype=torch.float64)
+
+    clip = dict(clip_value=10.0, update_mode="rollout", discount=gamma)
+    per_step = RewardNormalizer(TensorSpec(()), **clip)
+    with prenormalizing(per_step):
+        got = run(per_step)
+    # VecNormalize starts from a variance of 1 with weight 1e-4: hence the tolerance
+    torch.testing.assert_close(got, expected, rtol=1e-3, atol=1e-6)
+
+    deferred = RewardNormalizer(TensorSpec(()), **clip)
+    torch.testing.assert_close(run(deferred), rewards.double())  # statistics not applied yet
+    deferred.after_train_iter()
+    stats = deferred.normalizer.statistics[0]
+    assert int(stats.count) == len(rewards)  # the FIRST steps are no samples
+    assert float(stats.var) == pytest.approx(float(expected_var), rel=1e-3)
+    # by hand: the variance of the discounted returns restarted every episode
+    returns, ret = [], 0.0
+    for i, r in enumerate(rewards.tolist()):
+        ret = (0.0 if i % episode_length == 0 else gamma * ret) + r
+        returns.append(ret)
+    assert float(stats.var) == pytest.approx(float(torch.tensor(returns).var(unbiased=False)))
+
+
+def test_reward_normalizer_discount_needs_rollout_mode():
+    with pytest.raises(ValueError, match="rollout"):
+        RewardNormalizer(TensorSpec(()), discount=0.99)
 
 
 def test_image_scale_numbers():

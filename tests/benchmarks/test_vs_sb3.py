@@ -37,6 +37,7 @@ def test_result_uses_running_time_and_threshold():
         ("ppo_cart_pole", "ppo_cart_pole_steady"),
         ("ppo_halfcheetah", "ppo_halfcheetah"),
         ("ppo_halfcheetah", "ppo_halfcheetah_steady"),
+        ("ppo_halfcheetah_zoo", "ppo_halfcheetah_zoo"),
         ("sac_pendulum", "sac_pendulum"),
         ("sac_pendulum", "sac_pendulum_steady"),
         ("sac_halfcheetah", "sac_halfcheetah"),
@@ -58,3 +59,9 @@ def test_dqn_and_mirror_blocks_regenerate_from_json():
         assert dqn.tables(runs) == _block(name)
     record = report.read_json(f"{report.RESULTS_DIR}/mirror_walker.json")
     assert mirror.markdown(record["runs"]) == _block("mirror_walker")
+
+
+def test_zoo_summary_block_regenerates_from_json():
+    pytest.importorskip("scipy")
+    zoo = importlib.import_module("benchmarks.ppo_halfcheetah_zoo")
+    assert zoo.summary() == _block("ppo_halfcheetah_zoo_summary")
