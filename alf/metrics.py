@@ -52,7 +52,8 @@ class AverageDiscountedReturnMetric:
         ``first`` its FIRST rows (None when there are none)."""
         self._weight *= self._discount * self._step_discount
         self._weight += 1.0
-        self._step_discount = discount
+        # a copy: a batched env may hand out the same (shared-memory) buffer every step
+        self._step_discount = np.array(discount, np.float64)
         if first is not None:
             self._weight[first] = 0.0
             self._sum[first] = 0.0
