@@ -68,13 +68,15 @@ def test_average_discounted_return_is_alfs_formula_expanded_by_hand():
             ([LAST, MID], [3, 6], [0, 1]),
             ([FIRST, LAST], [0, 7], [1, 1]),
         ]
+        discount = torch.zeros(2)  # one buffer rewritten every step, as shared-memory envs do
         for step_types, rewards, discounts in rows:
             reward = torch.tensor(rewards, dtype=torch.float32)
+            discount.copy_(torch.tensor(discounts, dtype=torch.float32))
             metrics(
                 TimeStep(
                     step_type=torch.tensor(step_types, dtype=torch.int32),
                     reward=torch.stack([reward, 2 * reward], dim=1),
-                    discount=torch.tensor(discounts, dtype=torch.float32),
+                    discount=discount,
                 )
             )
     finally:
