@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import gc
 import logging
 import math
 import os
@@ -128,9 +129,22 @@ def init_process_group_from_env(device: torch.device) -> None:
     )
 
 
+def init_process_group(backend: str, **kwargs) -> None:
+    """``torch.distributed.init_process_group``, with ``torch._dynamo`` imported first.
+
+    Importing ``torch._dynamo`` (which the first optimizer step does) while a group exists
+    leaves references to the group in that module, so ``destroy_process_group`` can no
+    longer free it: gloo's worker threads then outlive the interpreter, and a rank can
+    abort at exit ("terminate called without an active exception").
+    """
+    import torch._dynamo  # noqa: F401
+
+    dist.init_process_group(backend, **kwargs)
+
+
 def _join(backend: str, timeout: datetime.timedelta) -> None:
     if "ALF_STORE_LISTEN_FD" not in os.environ:
-        dist.init_process_group(backend, timeout=timeout)
+        init_process_group(backend, timeout=timeout)
     else:  # alf.bin.launch_ranks: rank 0 serves the store on the socket it was given
         rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
         listen_fd = int(os.environ.pop("ALF_STORE_LISTEN_FD"))
@@ -142,12 +156,14 @@ def _join(backend: str, timeout: datetime.timedelta) -> None:
             timeout=timeout,
             master_listen_fd=listen_fd if rank == 0 else None,
         )
-        dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=timeout)
+        init_process_group(backend, store=store, rank=rank, world_size=world, timeout=timeout)
 
 
 def destroy_process_group() -> None:
+    """Leave the process group; its backend's threads are joined (see ``init_process_group``)."""
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
+        gc.collect()
 
 
 def _device_for_collectives() -> torch.device:

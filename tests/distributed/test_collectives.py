@@ -4,6 +4,7 @@
   parameters one process gets on the whole batch, also when the halves have different
   numbers of valid (unmasked) entries;
 * a non-finite loss on one rank makes every rank skip the update;
+* a rank leaving the group joins gloo's threads (none outlives the interpreter);
 * a ``RunningMeanVar`` updated on two ranks with batches of different sizes (one of them
   empty) holds the moments of the concatenated data, on both ranks, with and without
   ``speed``.
@@ -72,9 +73,14 @@ def _stats(speed, batches, rank=None):
     return stats.count.clone(), stats.mean.clone(), stats.var.clone()
 
 
+def _thread_count() -> int:
+    return len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else -1
+
+
 def _worker(rank, path, results_dir):
+    threads_before = _thread_count()
     store = dist.FileStore(path, WORLD)
-    dist.init_process_group(
+    distributed.init_process_group(
         "gloo", store=store, rank=rank, world_size=WORLD, timeout=datetime.timedelta(seconds=60)
     )
     try:
@@ -93,7 +99,9 @@ def _worker(rank, path, results_dir):
         result = {"params": params, "stats": stats, "skipped": skipped}
         torch.save(result, os.path.join(results_dir, f"{rank}.pt"))
     finally:
-        dist.destroy_process_group()
+        distributed.destroy_process_group()
+    with open(os.path.join(results_dir, f"{rank}.threads"), "w") as f:
+        f.write(f"{threads_before} {_thread_count()}")
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +110,20 @@ def rank_results(tmp_path_factory):
     mp.start_processes(
         _worker, args=(str(tmp / "store"), str(tmp)), nprocs=WORLD, start_method="spawn"
     )
-    return [torch.load(tmp / f"{r}.pt", weights_only=True) for r in range(WORLD)]
+    results = [torch.load(tmp / f"{r}.pt", weights_only=True) for r in range(WORLD)]
+    for r, result in enumerate(results):
+        result["threads"] = [int(n) for n in (tmp / f"{r}.threads").read_text().split()]
+    return results
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads in /proc")
+def test_leaving_the_group_joins_the_backend_threads(rank_results):
+    """After the updates (whose optimizer imports ``torch._dynamo``) a rank that leaves
+    the group has no gloo thread left: none can outlive the interpreter and abort the
+    rank at exit."""
+    for result in rank_results:
+        before, after = result["threads"]
+        assert after == before
 
 
 def test_two_ranks_on_halves_update_like_one_process_on_the_whole_batch(rank_results):
