@@ -124,8 +124,8 @@ class _LeanFusedAdamStep:
     ``exp_avg_sq``) is torch's own: ``state_dict`` and ``load_state_dict`` are
     unchanged. Anything outside the common case goes to torch's ``step``: a
     closure, a grad scaler, amsgrad, capturable or differentiable mode, tensor
-    hyperparameters, parameters on several devices or dtypes, sparse gradients, or
-    uninitialized state (the first step).
+    hyperparameters, parameters on several devices or dtypes, sparse or complex
+    gradients. The first step initializes the state with torch's own ``_init_group``.
 
     Step hooks and profiling: torch wraps the ``step`` of every optimizer class in
     ``Optimizer.profile_hook_step`` (a ``record_function`` range plus the step
@@ -197,14 +197,17 @@ class _LeanFusedAdamStep:
 
     def _group_lists(self, group):
         """``(params, grads, exp_avgs, exp_avg_sqs, steps)`` of the params with a gradient."""
+        with_grad = [p for p in group["params"] if p.grad is not None]
+        if any(p.grad.is_sparse or p.is_complex() for p in with_grad):
+            return None
+        if any(not self.state.get(p) for p in with_grad):  # torch's lazy initialization
+            self._init_group(group, [], [], [], [], [], [])
         params, grads, exp_avgs, exp_avg_sqs, steps = [], [], [], [], []
         device = dtype = None
-        for p in group["params"]:
+        for p in with_grad:
             grad = p.grad
-            if grad is None:
-                continue
             state = self.state.get(p)
-            if not state or grad.is_sparse:
+            if not state:
                 return None
             if device is None:
                 device, dtype = p.device, p.dtype
@@ -219,10 +222,35 @@ class _LeanFusedAdamStep:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         if not set_to_none:
-            return super().zero_grad(set_to_none)
+            return _undecorated(torch.optim.Optimizer.zero_grad)(self, set_to_none)
         for group in self.param_groups:
             for p in group["params"]:
                 p.grad = None
+
+
+def _undecorated(method):
+    """``method`` without torch's ``torch._disable_dynamo`` wrapper, if it has one."""
+    return getattr(method, "__wrapped__", method)
+
+
+class _NoDynamoImport:
+    """torch's ``Optimizer`` methods without their ``torch._disable_dynamo`` wrappers.
+
+    Each wrapper imports ``torch._dynamo`` on its first call, about 1.1 s of a
+    process's start-up (half of it, for PPO on CartPole) spent so that ``torch.compile``
+    does not trace these methods; alf never compiles them. With this mixin and the
+    lean step (which initializes its state with torch's ``_init_group``), training
+    with these optimizers imports no ``torch._dynamo``. The methods run are torch's.
+    """
+
+    def add_param_group(self, param_group) -> None:
+        _undecorated(torch.optim.Optimizer.add_param_group)(self, param_group)
+
+    def state_dict(self):
+        return _undecorated(torch.optim.Optimizer.state_dict)(self)
+
+    def load_state_dict(self, state_dict) -> None:
+        _undecorated(torch.optim.Optimizer.load_state_dict)(self, state_dict)
 
 
 def _step_hooks_or_profiler(optimizer) -> bool:
@@ -254,11 +282,11 @@ def _lean_group_options(group) -> bool:
     )
 
 
-class FusedAdam(_LeanFusedAdamStep, torch.optim.Adam):
+class FusedAdam(_LeanFusedAdamStep, _NoDynamoImport, torch.optim.Adam):
     """``torch.optim.Adam`` with the lean fused step of ``_LeanFusedAdamStep``."""
 
 
-class FusedAdamW(_LeanFusedAdamStep, torch.optim.AdamW):
+class FusedAdamW(_LeanFusedAdamStep, _NoDynamoImport, torch.optim.AdamW):
     """``torch.optim.AdamW`` with the lean fused step of ``_LeanFusedAdamStep``."""
 
 

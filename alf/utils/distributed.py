@@ -132,10 +132,11 @@ def init_process_group_from_env(device: torch.device) -> None:
 def init_process_group(backend: str, **kwargs) -> None:
     """``torch.distributed.init_process_group``, with ``torch._dynamo`` imported first.
 
-    Importing ``torch._dynamo`` (which the first optimizer step does) while a group exists
-    leaves references to the group in that module, so ``destroy_process_group`` can no
-    longer free it: gloo's worker threads then outlive the interpreter, and a rank can
-    abort at exit ("terminate called without an active exception").
+    Importing ``torch._dynamo`` (as ``torch.compile`` and torch's own optimizers do on first
+    use) while a group exists leaves references to the group in that module, so
+    ``destroy_process_group`` can no longer free it: gloo's worker threads then outlive
+    the interpreter, and a rank can abort at exit ("terminate called without an active
+    exception").
     """
     import torch._dynamo  # noqa: F401
 

@@ -83,6 +83,8 @@ def _worker(rank, path, results_dir):
     distributed.init_process_group(
         "gloo", store=store, rank=rank, world_size=WORLD, timeout=datetime.timedelta(seconds=60)
     )
+    import torch._dynamo  # noqa: F401 (as torch.compile or torch's own optimizers import it)
+
     try:
         x, y, mask = _data()
         half = slice(rank * 3, (rank + 1) * 3)
@@ -118,9 +120,9 @@ def rank_results(tmp_path_factory):
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads in /proc")
 def test_leaving_the_group_joins_the_backend_threads(rank_results):
-    """After the updates (whose optimizer imports ``torch._dynamo``) a rank that leaves
-    the group has no gloo thread left: none can outlive the interpreter and abort the
-    rank at exit."""
+    """With ``torch._dynamo`` imported after the group was made, a rank that leaves the
+    group has no gloo thread left: none can outlive the interpreter and abort the rank
+    at exit."""
     for result in rank_results:
         before, after = result["threads"]
         assert after == before

@@ -1,6 +1,9 @@
 """Optimizer specs: the lean fused Adam step and gradient clipping equal torch's, bit for bit."""
 
 import copy
+import subprocess
+import sys
+import textwrap
 
 import pytest
 import torch
@@ -61,7 +64,7 @@ def test_lean_fused_step_runs_step_hooks_once(plain_adam_first):
     calls = []
     opt.register_step_pre_hook(lambda *args: calls.append("pre"))
     opt.register_step_post_hook(lambda *args: calls.append("post"))
-    for _ in range(3):  # the first step initializes the state through torch's step
+    for _ in range(3):  # the first step initializes the state with torch's _init_group
         opt.zero_grad()
         net(torch.ones(2, 4)).sum().backward()
         opt.step()
@@ -183,3 +186,31 @@ def test_factory_specs_split_their_arguments():
     sgd = SGD(momentum=0.9, clip_by_global_norm=False)
     assert (sgd.optimizer_cls, sgd.name, sgd.kwargs) == (torch.optim.SGD, "SGD", {"momentum": 0.9})
     assert sgd.lr_scheduler() == 1e-2 and not sgd.clip_by_global_norm
+
+
+def test_training_with_the_lean_optimizers_imports_no_dynamo():
+    """torch's ``Optimizer`` methods import ``torch._dynamo`` (about a second of start-up)
+    on their first call; alf's Adam/AdamW get through construction, steps (the first
+    included), ``zero_grad`` both ways and a state round trip without it."""
+    script = textwrap.dedent(
+        """
+        import sys, torch
+        from alf.optimizers import Adam, AdamW
+        for spec in (Adam(lr=1e-2), AdamW(lr=1e-2)):
+            net = torch.nn.Linear(3, 2)
+            opt = spec.build(net.parameters())
+            for set_to_none in (True, False, True):
+                opt.zero_grad(set_to_none=set_to_none)
+                net(torch.ones(4, 3)).pow(2).sum().backward()
+                opt.step()
+            state = opt.state_dict()
+            opt.load_state_dict(state)
+            assert float(opt.state[net.weight]["step"]) == 3
+        print("dynamo imported:", "torch._dynamo" in sys.modules)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "dynamo imported: False"
