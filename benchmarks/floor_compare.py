@@ -2,6 +2,7 @@
 
     python -m benchmarks.floor_compare --task ppo_cart_pole [--rounds 3] [--env_steps N]
     python -m benchmarks.floor_compare --task sac_pendulum [--seeds 0 1] [--report_only]
+    python -m benchmarks.floor_compare --task ppo_cart_pole --with_sb3 --results_json F.json
 
 Each round trains alf (``alf_split.py``: ``PolicyTrainer`` on the task's conf, its phases timed
 from outside) and the floor (``floor_ppo.py`` or ``floor_sac.py``: the same algorithm and
@@ -11,6 +12,10 @@ round, the seed cycles through ``--seeds``. Neither evaluates. Reported: each ru
 step and its split, the medians over the rounds and the alf / floor ratios per phase (the
 project's target: alf's time per env step at most 1.25 times the floor's). Records go to
 ``results/floor_<task>.json``, the tables to the ``floor_<task>`` block of RESULTS.md.
+
+``--with_sb3`` adds Stable-Baselines3 to each round (``sb3_split.py``: the model of the task's
+alf-vs-SB3 benchmark, split the same way from outside), the three in turn, so that the speed
+the floor itself reaches against SB3 is measured in the same rounds.
 """
 
 from __future__ import annotations
@@ -35,9 +40,12 @@ def round_runs(task: str, round_index: int, seed: int, args) -> list[dict]:
     calls = dict(
         alf=("benchmarks.alf_split:run", dict(common, task=task, evaluate=False)),
         floor=(f"{floor.__name__}:run", dict(common, eval_episodes=0)),
+        sb3=("benchmarks.sb3_split:run", dict(common, task=task)),
     )
+    frameworks = FRAMEWORKS + ("sb3",) * args.with_sb3
+    shift = round_index % len(frameworks)  # each framework takes each place in turn
     runs = []
-    for framework in FRAMEWORKS[:: 1 if round_index % 2 == 0 else -1]:
+    for framework in frameworks[shift:] + frameworks[:shift]:
         function, kwargs = calls[framework]
         out = os.path.join(args.work_dir, f"{task}_{framework}_round{round_index}.json")
         info = dict(round=round_index, start=runner.now(), load_start=runner.load_average())
@@ -68,11 +76,18 @@ def markdown(runs: list[dict]) -> str:
         row += [_phase_cell(r, p) for p in phases.PHASES]
         row += [fmt(r["final_train_return"]), f"{r['load_start'][0]:.2f} → {r['load_end'][0]:.2f}"]
         rows.append(row)
-    by_fw = {fw: [r for r in runs if r["framework"] == fw] for fw in FRAMEWORKS}
+    by_fw = {fw: [r for r in runs if r["framework"] == fw] for fw in FRAMEWORKS + ("sb3",)}
+    with_sb3 = bool(by_fw["sb3"])
     medians = []
     for label, key in ROWS:
-        alf, floor = (report.median(r[key] for r in by_fw[fw]) for fw in FRAMEWORKS)
-        medians.append([label, fmt(alf), fmt(floor), fmt(report.ratio(alf, floor), 2)])
+        alf, floor, sb3 = (report.median(r[key] for r in by_fw[fw]) for fw in by_fw)
+        row = [label, fmt(alf), fmt(floor), fmt(report.ratio(alf, floor), 2)]
+        if with_sb3:
+            row += [fmt(sb3), fmt(report.ratio(sb3, floor), 2), fmt(report.ratio(sb3, alf), 2)]
+        medians.append(row)
+    columns = ["median", "alf", "floor", "alf / floor"]
+    columns += ["SB3", "SB3 / floor", "SB3 / alf"] * with_sb3
+    sb3_note = " (of times: SB3 / floor is the floor's speed-up over SB3)" * with_sb3
     pairs = [
         report.ratio(a["us_per_step"], f["us_per_step"])
         for a in by_fw["alf"]
@@ -81,16 +96,30 @@ def markdown(runs: list[dict]) -> str:
     ]
     paired = report.median(pairs)
     verdict = "-" if paired is None else ("within" if paired <= TARGET else "over")
-    return f"""Per run (µs per timed env step; each phase's share in parentheses):
+    text = f"""Per run (µs per timed env step; each phase's share in parentheses):
 
 {report.table(header, rows)}
 
-Medians (µs per env step) and alf / floor:
+Medians (µs per env step) and their ratios{sb3_note}:
 
-{report.table(["median", "alf", "floor", "alf / floor"], medians)}
+{report.table(columns, medians)}
 
 Median of the per-round paired ratios alf / floor of the time per env step: \
 {fmt(paired, 2)} over {len(pairs)} rounds ({verdict} the target of {TARGET})."""
+    if with_sb3:
+        text += f""" Paired SB3 / floor: \
+{fmt(_paired(by_fw, "sb3", "floor"), 2)}; SB3 / alf: {fmt(_paired(by_fw, "sb3", "alf"), 2)}."""
+    return text
+
+
+def _paired(by_fw: dict, a: str, b: str) -> float | None:
+    """Median over the rounds of ``a``'s time per env step / ``b``'s."""
+    return report.median(
+        report.ratio(x["us_per_step"], y["us_per_step"])
+        for x in by_fw[a]
+        for y in by_fw[b]
+        if x["round"] == y["round"]
+    )
 
 
 def main() -> None:
@@ -100,6 +129,7 @@ def main() -> None:
     parser.add_argument("--env_steps", type=int, help="per run; default: the task's budget")
     parser.add_argument("--warmup_steps", type=int, help="not timed; default: the floor's")
     parser.add_argument("--num_threads", type=int, default=1)
+    parser.add_argument("--with_sb3", action="store_true", help="SB3 in each round too")
     args = parser.parse_args()
     jobs = [
         partial(round_runs, args.task, i, args.seeds[i % len(args.seeds)], args)
@@ -107,6 +137,7 @@ def main() -> None:
     ]
     header = dict(task=args.task, rounds=args.rounds, env_steps=args.env_steps)
     header.update(warmup_steps=args.warmup_steps, num_threads=args.num_threads)
+    header.update(with_sb3=args.with_sb3)
     cli.run(args, f"floor_{args.task}", markdown, jobs, **header)
 
 

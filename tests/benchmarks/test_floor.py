@@ -197,3 +197,39 @@ def test_floors_and_alf_split_report_the_same_record():
     split = alf_split.run("ppo_cart_pole", env_steps=768, warmup_steps=256)
     _check_record(split, 768, 512)
     assert split["eval_s"] == 0.0
+
+
+@pytest.mark.parametrize(
+    "task, env_steps, warmup, timed",
+    [("ppo_cart_pole", 768, 256, 512), ("sac_pendulum", 130, 110, 20)],
+)
+def test_sb3_split_reports_the_same_record(task, env_steps, warmup, timed):
+    pytest.importorskip("stable_baselines3")
+    from benchmarks import sb3_split
+
+    record = sb3_split.run(task, env_steps=env_steps, warmup_steps=warmup)
+    _check_record(record, env_steps, timed)
+    assert record["framework"] == "sb3" and record["eval_s"] == 0.0
+
+
+def test_floor_compare_table_with_sb3_gives_the_ratios_of_the_rounds():
+    from benchmarks import floor_compare
+
+    def record(framework, round_index, us):
+        split = dict(rollout=0.25 * us, update=0.7 * us, bookkeeping=0.05 * us)
+        seconds = {p: 1e-6 * split[p] * 1000 for p in phases.PHASES}
+        r = phases.result(framework, "ppo_cart_pole", 0, 1000, 1000, seconds, 0.0, 1.0)
+        r["final_train_return"] = 500.0
+        return dict(r, round=round_index, load_start=[1.0], load_end=[1.0])
+
+    times = dict(alf=(120, 130), floor=(100, 100), sb3=(200, 260))
+    runs = [record(fw, i, us[i]) for fw, us in times.items() for i in range(2)]
+    text = floor_compare.markdown(runs)
+    # medians 125 / 100 / 230: alf / floor 1.25, SB3 / floor 2.30, SB3 / alf 1.84
+    assert "| time per env step | 125.0 | 100.0 | 1.25 | 230.0 | 2.30 | 1.84 |" in text
+    # paired: alf / floor (1.20, 1.30) -> 1.25; SB3 / floor (2.0, 2.6) -> 2.30;
+    # SB3 / alf (1.667, 2.0) -> 1.83
+    assert "1.25 over 2 rounds (within the target of 1.25)" in text
+    assert "Paired SB3 / floor: 2.30; SB3 / alf: 1.83." in text
+    without = floor_compare.markdown([r for r in runs if r["framework"] != "sb3"])
+    assert "SB3" not in without
