@@ -26,6 +26,7 @@ def model(task: dict, seed: int, **overrides):
     import torch
     from stable_baselines3 import DQN, PPO, SAC
     from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.logger import Logger
 
     torch.set_num_threads(1)
     kwargs = dict(task["sb3"], **overrides)
@@ -44,9 +45,13 @@ def model(task: dict, seed: int, **overrides):
     else:
         env = gym.make(task["env_name"])
     algorithm = dict(dqn=DQN, ppo=PPO, sac=SAC)[task["algorithm"]]
-    return algorithm(
+    sb3_model = algorithm(
         "MlpPolicy", env, seed=seed, device="cpu", policy_kwargs=policy_kwargs, **kwargs
     )
+    # the logger SB3 configures at verbose 0 (no output), without the empty /tmp/SB3-<time>
+    # folder it makes for it at every learn() call
+    sb3_model.set_logger(Logger(None, []))
+    return sb3_model
 
 
 def learn(task: dict, seed: int) -> dict:
