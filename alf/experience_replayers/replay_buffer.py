@@ -32,6 +32,7 @@ import alf.nest as nest
 from alf.data_structures import BatchInfo, StepType
 from alf.experience_replayers.segment_tree import MinTree, SumTree
 from alf.utils.schedulers import as_scheduler
+from alf.utils.torch_utils import lazy_zeros
 
 
 @alf.configurable
@@ -80,11 +81,9 @@ class ReplayBuffer:
         self._max_length = max_length
         self._device = torch.device(device)
         self._name = name
-        self._buffer = nest.map_structure(
-            lambda spec: torch.zeros(
-                (num_environments, max_length) + tuple(spec.shape),
-                dtype=spec.dtype,
-                device=self._device,
+        self._buffer = nest.map_structure(  # memory committed as rows are first written
+            lambda spec: lazy_zeros(
+                (num_environments, max_length) + tuple(spec.shape), spec.dtype, self._device
             ),
             data_spec,
         )

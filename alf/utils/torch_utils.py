@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 
+import numpy as np
 import torch
 
 
@@ -46,3 +47,35 @@ def configure_cpu_math(num_threads: int, flush_denormal: bool) -> None:
             "TrainerConfig.flush_denormal=True has no effect: this CPU cannot flush "
             "subnormal floats to zero"
         )
+
+
+def lazy_zeros(shape, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """``torch.zeros(shape, dtype=dtype, device=device)`` whose memory is committed as it
+    is written, on the CPU.
+
+    ``torch.zeros`` writes every byte, so a replay buffer sized for a million steps is
+    resident from its first step. On the CPU this takes the zeroed pages of the C
+    library's ``calloc`` (through numpy), which the OS maps only when first written:
+    the same zeros, with the memory of the rows used so far. Other devices, and dtypes
+    numpy lacks, get ``torch.zeros``.
+    """
+    device = torch.device(device)
+    numpy_dtype = _NUMPY_DTYPES.get(dtype)
+    if device.type != "cpu" or numpy_dtype is None:
+        return torch.zeros(shape, dtype=dtype, device=device)
+    return torch.from_numpy(np.zeros(tuple(shape), dtype=numpy_dtype))
+
+
+_NUMPY_DTYPES = {
+    torch.bool: np.bool_,
+    torch.uint8: np.uint8,
+    torch.int8: np.int8,
+    torch.int16: np.int16,
+    torch.int32: np.int32,
+    torch.int64: np.int64,
+    torch.float16: np.float16,
+    torch.float32: np.float32,
+    torch.float64: np.float64,
+    torch.complex64: np.complex64,
+    torch.complex128: np.complex128,
+}
