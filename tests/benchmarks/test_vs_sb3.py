@@ -65,3 +65,10 @@ def test_zoo_summary_block_regenerates_from_json():
     pytest.importorskip("scipy")
     zoo = importlib.import_module("benchmarks.ppo_halfcheetah_zoo")
     assert zoo.summary() == _block("ppo_halfcheetah_zoo_summary")
+
+
+@pytest.mark.parametrize("name", ["floor_ppo_cart_pole_before", "floor_sac_pendulum_before"])
+def test_floor_blocks_regenerate_from_json(name):
+    floor_compare = importlib.import_module("benchmarks.floor_compare")
+    runs = report.read_json(f"{report.RESULTS_DIR}/{name}.json")["runs"]
+    assert floor_compare.markdown(runs) == _block(name)
