@@ -38,6 +38,8 @@ def test_result_uses_running_time_and_threshold():
         ("ppo_halfcheetah", "ppo_halfcheetah"),
         ("ppo_halfcheetah", "ppo_halfcheetah_steady"),
         ("ppo_halfcheetah_zoo", "ppo_halfcheetah_zoo"),
+        ("ppo_halfcheetah_zoo", "ppo_halfcheetah_zoo_seeds5_7"),
+        ("ppo_halfcheetah_zoo", "ppo_halfcheetah_zoo_seeds8_9"),
         ("sac_pendulum", "sac_pendulum"),
         ("sac_pendulum", "sac_pendulum_steady"),
         ("sac_halfcheetah", "sac_halfcheetah"),
