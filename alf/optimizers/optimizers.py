@@ -236,11 +236,12 @@ def _undecorated(method):
 class _NoDynamoImport:
     """torch's ``Optimizer`` methods without their ``torch._disable_dynamo`` wrappers.
 
-    Each wrapper imports ``torch._dynamo`` on its first call, about 1.1 s of a
-    process's start-up (half of it, for PPO on CartPole) spent so that ``torch.compile``
-    does not trace these methods; alf never compiles them. With this mixin and the
-    lean step (which initializes its state with torch's ``_init_group``), training
-    with these optimizers imports no ``torch._dynamo``. The methods run are torch's.
+    Each wrapper imports ``torch._dynamo`` on its first call (as torch's ``Adam.step``
+    does on every call), about a second of CPU and 70 MB of memory, so that
+    ``torch.compile`` does not trace these methods; alf never compiles them. With this
+    mixin and the lean step (which initializes its state with torch's ``_init_group``),
+    training with these optimizers imports no ``torch._dynamo``: a 2,048-step PPO
+    CartPole run takes 1.9 s instead of 2.9 s. The methods run are torch's.
     """
 
     def add_param_group(self, param_group) -> None:

@@ -35,6 +35,7 @@ def test_result_uses_running_time_and_threshold():
     [
         ("ppo_cart_pole", "ppo_cart_pole"),
         ("ppo_cart_pole", "ppo_cart_pole_steady"),
+        ("ppo_cart_pole", "ppo_cart_pole_after_startup"),
         ("ppo_halfcheetah", "ppo_halfcheetah"),
         ("ppo_halfcheetah", "ppo_halfcheetah_steady"),
         ("ppo_halfcheetah_zoo", "ppo_halfcheetah_zoo"),
@@ -69,7 +70,15 @@ def test_zoo_summary_block_regenerates_from_json():
     assert zoo.summary() == _block("ppo_halfcheetah_zoo_summary")
 
 
-@pytest.mark.parametrize("name", ["floor_ppo_cart_pole_before", "floor_sac_pendulum_before"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "floor_ppo_cart_pole_before",
+        "floor_sac_pendulum_before",
+        "floor_ppo_cart_pole_with_sb3",
+        "floor_sac_pendulum_with_sb3",
+    ],
+)
 def test_floor_blocks_regenerate_from_json(name):
     floor_compare = importlib.import_module("benchmarks.floor_compare")
     runs = report.read_json(f"{report.RESULTS_DIR}/{name}.json")["runs"]
