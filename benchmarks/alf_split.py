@@ -179,17 +179,26 @@ def run(
     )  # fmt: skip
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def cli_main(run_fn, doc: str, *extra_flags) -> None:
+    """The command line of a split (this one, ``sb3_split.py``): the task, budget, seed,
+    threads and warm-up flags plus ``extra_flags`` (``(name, kwargs)``), then ``run_fn``'s
+    record printed."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--task", choices=sorted(TASKS), default="ppo_cart_pole")
     parser.add_argument("--env_steps", type=int, help="default: the task's budget")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--num_threads", type=int, default=1)
     parser.add_argument("--warmup_steps", type=int, help="default: the floor's")
-    parser.add_argument("--evaluate", action="store_true", help="keep the conf's evaluation")
-    record = run(**vars(parser.parse_args()))
+    for name, kwargs in extra_flags:
+        parser.add_argument(name, **kwargs)
+    record = run_fn(**vars(parser.parse_args()))
     print(phases.line(record))
     print(f"final training return {record['final_train_return']}")
+
+
+def main() -> None:
+    evaluate = dict(action="store_true", help="keep the conf's evaluation")
+    cli_main(run, __doc__, ("--evaluate", evaluate))
 
 
 if __name__ == "__main__":

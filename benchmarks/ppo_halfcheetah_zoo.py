@@ -3,7 +3,7 @@
     python -m benchmarks.ppo_halfcheetah_zoo [--seeds 0 1 2 3 4] [--turn_s S] [--report_only]
     python -m benchmarks.ppo_halfcheetah_zoo --only alf --conf_param "reward_norm='reward'" \\
         --results_json benchmarks/results/ppo_halfcheetah_zoo_reward_std.json
-    python -m benchmarks.ppo_halfcheetah_zoo --seeds 5 6 7 --no_write \
+    python -m benchmarks.ppo_halfcheetah_zoo --seeds 5 6 7 --no_write \\
         --results_json benchmarks/results/ppo_halfcheetah_zoo_seeds5_7.json   (and 8 9)
     python -m benchmarks.ppo_halfcheetah_zoo --summary
 
@@ -31,13 +31,14 @@ TASK = dataclasses.replace(
     normalize=True,
 )
 
-#: label -> (framework, result files): the runs ``--summary`` compares
-#: seeds 0-4 in the first file; 5-9 later, in two processes (each alf then SB3 per seed)
+#: the zoo-normalization runs: seeds 0-4 in the first file; 5-9 later, in two processes
+#: (each alf then SB3 per seed)
 ZOO_RUNS = [
     "ppo_halfcheetah_zoo.json",
     "ppo_halfcheetah_zoo_seeds5_7.json",
     "ppo_halfcheetah_zoo_seeds8_9.json",
 ]
+#: label -> (framework, result files): the runs ``--summary`` compares
 GROUPS = {
     "alf (rewards / std of the discounted return, as VecNormalize)": ("alf", ZOO_RUNS),
     "SB3 (VecNormalize)": ("sb3", ZOO_RUNS),

@@ -21,7 +21,6 @@ the rates hold but the returns are not those of a single run. Nothing evaluates.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import time
 
@@ -65,15 +64,7 @@ def run(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--task", choices=sorted(alf_split.TASKS), default="ppo_cart_pole")
-    parser.add_argument("--env_steps", type=int, help="default: the task's budget")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--num_threads", type=int, default=1)
-    parser.add_argument("--warmup_steps", type=int, help="default: the floor's")
-    record = run(**vars(parser.parse_args()))
-    print(phases.line(record))
-    print(f"final training return {record['final_train_return']}")
+    alf_split.cli_main(run, __doc__)
 
 
 if __name__ == "__main__":

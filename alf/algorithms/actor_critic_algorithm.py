@@ -117,16 +117,15 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
     ):
         if reward_spec.shape != ():
             raise ValueError(f"{name} needs a scalar reward, got reward_spec {reward_spec}")
+        head_optimizers = actor_optimizer is not None or value_optimizer is not None
+        if encoding_network_ctor is not None and optimizer is None and head_optimizers:
+            raise ValueError(
+                f"{name}.encoding_network_ctor: actor_optimizer/value_optimizer optimize "
+                "the heads only; give optimizer too, for the shared encoder"
+            )
+        ctors = (actor_network_ctor, value_network_ctor, encoding_network_ctor)
         encoder, actor_network, value_network = _build_networks(
-            observation_spec,
-            action_spec,
-            actor_network_ctor,
-            value_network_ctor,
-            encoding_network_ctor,
-            optimizer,
-            actor_optimizer,
-            value_optimizer,
-            name,
+            observation_spec, action_spec, ctors, name
         )
         state_spec = ActorCriticState(
             actor=actor_network.state_spec, value=value_network.state_spec
@@ -281,19 +280,11 @@ def _head(network):
     return network.head if isinstance(network, EncoderHeadNetwork) else network
 
 
-def _build_networks(
-    observation_spec,
-    action_spec,
-    actor_network_ctor,
-    value_network_ctor,
-    encoding_network_ctor,
-    optimizer,
-    actor_optimizer,
-    value_optimizer,
-    name: str,
-):
+def _build_networks(observation_spec, action_spec, ctors, name: str):
     """``(encoder or None, actor network, value network)``; with an encoder, the two
-    networks are ``EncoderHeadNetwork``s sharing it."""
+    networks are ``EncoderHeadNetwork``s sharing it. ``ctors``: the actor, value and
+    encoding network ctors."""
+    actor_network_ctor, value_network_ctor, encoding_network_ctor = ctors
     if encoding_network_ctor is None:
         actor = actor_network_ctor(input_tensor_spec=observation_spec, action_spec=action_spec)
         return None, actor, value_network_ctor(input_tensor_spec=observation_spec)
@@ -302,11 +293,6 @@ def _build_networks(
         raise ValueError(
             f"{name}.encoding_network_ctor: the shared encoder must be feed-forward, got the "
             f"recurrent {type(encoder).__name__} (make the actor/value heads recurrent instead)"
-        )
-    if optimizer is None and (actor_optimizer is not None or value_optimizer is not None):
-        raise ValueError(
-            f"{name}.encoding_network_ctor: actor_optimizer/value_optimizer optimize the heads "
-            "only; give optimizer too, for the shared encoder"
         )
     spec = encoder.output_spec
     actor_head = actor_network_ctor(input_tensor_spec=spec, action_spec=action_spec)

@@ -289,11 +289,20 @@ class _StatisticsTransformer(DataTransformer):
     def _normalized(self, time_step: TimeStep) -> TimeStep:
         raise NotImplementedError
 
+    def _counts_at_rollout(self) -> bool:
+        """Whether the time steps transformed now are samples of the statistics."""
+        return self.training and (self._prenormalizing or self._update_mode == "rollout")
+
+    def _add_samples(self, values) -> None:
+        """Merge ``values`` now (prenormalizing) or when the iteration ends (rollout mode)."""
+        if self._prenormalizing:
+            self._normalizer.update(values)
+        else:
+            self._pending.append(values)  # applied by after_train_iter
+
     def transform_timestep(self, time_step, state):
-        if self.training and self._prenormalizing:
-            self._normalizer.update(self._select(time_step))
-        elif self.training and self._update_mode == "rollout":
-            self._pending.append(self._select(time_step))  # applied by after_train_iter
+        if self._counts_at_rollout():
+            self._add_samples(self._select(time_step))
         return self._normalized(time_step), state
 
     def after_train_iter(self) -> None:
@@ -433,17 +442,13 @@ class RewardNormalizer(_StatisticsTransformer):
     def transform_timestep(self, time_step, state):
         if self._discount is None:
             return super().transform_timestep(time_step, state)
-        if self.training:
+        if self._counts_at_rollout():  # (prenormalizing: statistics first, as VecNormalize)
             reward = time_step.reward.to(torch.float64)
             first = time_step.step_type == StepType.FIRST
             if not isinstance(state, torch.Tensor):  # no rollout state yet
                 state = torch.zeros_like(reward)
-            state = torch.where(first, torch.zeros_like(reward), self._discount * state + reward)
-            samples = state[~first]
-            if self._prenormalizing:  # statistics first, as VecNormalize does each step
-                self._normalizer.update(samples)
-            else:
-                self._pending.append(samples)  # applied by after_train_iter
+            state = torch.where(first, 0.0, self._discount * state + reward)
+            self._add_samples(state[~first])
         return self._normalized(time_step), state
 
 

@@ -28,7 +28,7 @@ class Turns:
     cpu_s: float | None = None
     returncode: int | None = None
     #: the largest resident set of the process and its descendants, sampled while it ran
-    #: (``memory.PeakSampler``: every poll here, every 0.2 s in ``runner.run``)
+    #: (``memory.peak_mb``: every poll here, every 0.2 s in ``runner.run``)
     peak_rss_mb: float | None = None
 
     def running_s(self, t0: float, t1: float) -> float:
@@ -101,9 +101,7 @@ def _resume(proc: subprocess.Popen, turn: Turns) -> None:
 
 def _reaped(proc: subprocess.Popen, turn: Turns) -> bool:
     """Whether the process has exited; if so, record its end, CPU time and exit code."""
-    rss = memory.tree_rss_mb(proc.pid)
-    if rss and (turn.peak_rss_mb is None or rss > turn.peak_rss_mb):
-        turn.peak_rss_mb = rss
+    turn.peak_rss_mb = memory.peak_mb(turn.peak_rss_mb, proc.pid)
     pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
     if pid == 0:
         return False

@@ -48,14 +48,7 @@ def tree_rss_mb(pid: int) -> float:
     return total / 1024
 
 
-class PeakSampler:
-    """The largest ``tree_rss_mb(pid)`` seen by ``sample()`` calls (None before any)."""
-
-    def __init__(self, pid: int):
-        self.pid = pid
-        self.peak_mb: float | None = None
-
-    def sample(self) -> None:
-        rss = tree_rss_mb(self.pid)
-        if rss and (self.peak_mb is None or rss > self.peak_mb):
-            self.peak_mb = rss
+def peak_mb(peak: float | None, pid: int) -> float | None:
+    """The larger of ``peak`` (None: nothing sampled yet) and ``tree_rss_mb(pid)`` now."""
+    rss = tree_rss_mb(pid)
+    return rss if rss and (peak is None or rss > peak) else peak

@@ -57,9 +57,9 @@ def run(cmd: list[str], log_path: str) -> Turns:
     with open(log_path, "w") as log:
         start, cpu = time.time(), _children_cpu_s()
         proc = subprocess.Popen(cmd, cwd=REPO_DIR, env=checkout_env(), stdout=log, stderr=log)
-        rss = memory.PeakSampler(proc.pid)
+        peak = None
         while True:
-            rss.sample()
+            peak = memory.peak_mb(peak, proc.pid)
             try:
                 proc.wait(timeout=0.2)
                 break
@@ -67,9 +67,7 @@ def run(cmd: list[str], log_path: str) -> Turns:
                 continue
         end, cpu = time.time(), _children_cpu_s() - cpu
     check_exit(cmd, log_path, proc.returncode)
-    return Turns(
-        start=start, end=end, cpu_s=cpu, returncode=proc.returncode, peak_rss_mb=rss.peak_mb
-    )
+    return Turns(start=start, end=end, cpu_s=cpu, returncode=proc.returncode, peak_rss_mb=peak)
 
 
 def run_jobs(cmds: list[list[str]], log_paths: list[str], turn_s: float = 0.0) -> list[Turns]:
