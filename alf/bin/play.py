@@ -192,7 +192,9 @@ def build_experiment(root_dir: str, conf_params=(), gin_params=(), seed: int = 0
     common.parse_conf_file(conf, params, list(gin_params) + list(recorded_gin))
     config = TrainerConfig()
     seeding.set_random_seed(seed)
-    torch_utils.configure_cpu_math(config.num_threads, config.flush_denormal)
+    torch_utils.configure_cpu_math(
+        config.num_threads, config.flush_denormal, config.matmul_precision
+    )
     kwargs = {"env_load_fn": _render_load_fn()} if render else {}
     env = create_environment(num_parallel_environments=1, nonparallel=True, seed=seed, **kwargs)
     try:

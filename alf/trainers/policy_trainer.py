@@ -54,7 +54,7 @@ from alf.trainers.progress import ProgressBar
 from alf.trainers.signals import SignalCatcher
 from alf.trainers.tracking import Tracking, check_config
 from alf.utils import device as device_utils
-from alf.utils import distributed, init_from, seeding, torch_utils
+from alf.utils import distributed, init_from, malloc, seeding, torch_utils
 from alf.utils.checkpoint_utils import Checkpointer, CheckpointError, check_compatible
 from alf.utils.schedulers import update_progress
 
@@ -110,7 +110,11 @@ class PolicyTrainer:
         self._rank_seed = data_parallel.rank_seed(self._seed, distributed.rank())
         if distributed.is_active():
             seeding.set_random_seed(self._rank_seed)
-        torch_utils.configure_cpu_math(config.num_threads, config.flush_denormal)
+        torch_utils.configure_cpu_math(
+            config.num_threads, config.flush_denormal, config.matmul_precision
+        )
+        if config.keep_freed_memory:
+            malloc.keep_freed_memory()
         self._env = self._eval_env = self._samplers = None
         self._writers, self._tracking = {}, None
         try:

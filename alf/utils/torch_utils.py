@@ -28,8 +28,10 @@ def frozen(parameters):
             p.requires_grad_(flag)
 
 
-def configure_cpu_math(num_threads: int, flush_denormal: bool) -> None:
-    """Set the process's torch CPU arithmetic for training and play.
+def configure_cpu_math(
+    num_threads: int, flush_denormal: bool, matmul_precision: str = "highest"
+) -> None:
+    """Set the process's torch arithmetic for training and play.
 
     Args:
         num_threads: ``torch.set_num_threads`` (0: leave torch's default).
@@ -39,7 +41,9 @@ def configure_cpu_math(num_threads: int, flush_denormal: bool) -> None:
             whose gradient is almost always 0 (a ReLU unit that rarely fires) decays
             geometrically through the subnormal range. A warning is logged where the
             CPU cannot flush (it then keeps computing on subnormals).
+        matmul_precision: ``torch.set_float32_matmul_precision`` (``TrainerConfig``).
     """
+    torch.set_float32_matmul_precision(matmul_precision)
     if num_threads > 0:
         torch.set_num_threads(num_threads)
     if not torch.set_flush_denormal(flush_denormal) and flush_denormal:

@@ -90,3 +90,39 @@ def test_flush_denormal_sets_cpu_arithmetic(tmp_path, flush):
         alf.reset_configs()
         torch.set_flush_denormal(False)
     assert (product == 0.0) == flush
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_keep_freed_memory_sets_the_allocator(tmp_path, monkeypatch, keep):
+    from alf.utils import malloc
+
+    calls = []
+    monkeypatch.setattr(malloc, "keep_freed_memory", lambda: calls.append(1) or True)
+    alf.reset_configs()
+    try:
+        params = [
+            f"TrainerConfig.keep_freed_memory={keep}",
+            f"TrainerConfig.root_dir={str(tmp_path)!r}",
+        ]
+        common.parse_conf_file(TINY_CONF, params)
+        PolicyTrainer(TrainerConfig()).close()
+    finally:
+        alf.reset_configs()
+    assert len(calls) == int(keep)
+
+
+def test_matmul_precision_sets_torch_and_bad_values_name_the_key(tmp_path):
+    alf.reset_configs()
+    try:
+        params = [
+            "TrainerConfig.matmul_precision='medium'",
+            f"TrainerConfig.root_dir={str(tmp_path)!r}",
+        ]
+        common.parse_conf_file(TINY_CONF, params)
+        PolicyTrainer(TrainerConfig()).close()
+        assert torch.get_float32_matmul_precision() == "medium"
+    finally:
+        alf.reset_configs()
+        torch.set_float32_matmul_precision("highest")
+    with pytest.raises(ValueError, match=r"TrainerConfig.matmul_precision must be one of"):
+        TrainerConfig(root_dir=str(tmp_path), matmul_precision="bf16")
