@@ -44,6 +44,7 @@ TASKS = dict(
     ppo_cart_pole=("benchmarks.ppo_cart_pole", "benchmarks.floor_ppo"),
     sac_pendulum=("benchmarks.sac_pendulum", "benchmarks.floor_sac"),
 )
+PRECISION_HELP = "torch.set_float32_matmul_precision (alf: TrainerConfig.matmul_precision)"
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -146,6 +147,7 @@ def run(
     num_threads: int = 1,
     warmup_steps: int | None = None,
     evaluate: bool = False,
+    matmul_precision: str = "highest",
 ) -> dict:
     """Train ``task``'s conf with the timers (module doc): its ``phases.result`` record."""
     import alf
@@ -159,6 +161,7 @@ def run(
     root_dir = tempfile.mkdtemp(prefix=f"alf_split_{task}_")
     params = conf_params(spec, env_steps, evaluate, num_threads)
     params += [f"TrainerConfig.root_dir={root_dir!r}", f"TrainerConfig.random_seed={seed}"]
+    params.append(f"TrainerConfig.matmul_precision={matmul_precision!r}")
     clock, state = phases.PhaseClock(), SimpleNamespace(env_steps=0, timed_from=None)
     state.cpu_s = state.eval_cpu_s = 0.0
     alf.reset_configs()
@@ -189,6 +192,7 @@ def cli_main(run_fn, doc: str, *extra_flags) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--num_threads", type=int, default=1)
     parser.add_argument("--warmup_steps", type=int, help="default: the floor's")
+    parser.add_argument("--matmul_precision", default="highest", help=PRECISION_HELP)
     for name, kwargs in extra_flags:
         parser.add_argument(name, **kwargs)
     record = run_fn(**vars(parser.parse_args()))

@@ -15,7 +15,8 @@ project's target: alf's time per env step at most 1.25 times the floor's). Recor
 
 ``--with_sb3`` adds Stable-Baselines3 to each round (``sb3_split.py``: the model of the task's
 alf-vs-SB3 benchmark, split the same way from outside), the three in turn, so that the speed
-the floor itself reaches against SB3 is measured in the same rounds.
+the floor itself reaches against SB3 is measured in the same rounds. ``--matmul_precision``
+sets ``torch.set_float32_matmul_precision`` in all of them (alf: its ``TrainerConfig`` field).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ def round_runs(task: str, round_index: int, seed: int, args) -> list[dict]:
     spec, floor = alf_split.task_spec(task)
     common = dict(seed=seed, env_steps=args.env_steps or spec.env_steps)
     common.update(num_threads=args.num_threads, warmup_steps=args.warmup_steps)
+    common.update(matmul_precision=args.matmul_precision)
     if common["warmup_steps"] is None:
         common["warmup_steps"] = floor.WARMUP_STEPS
     calls = dict(
@@ -130,6 +132,7 @@ def main() -> None:
     parser.add_argument("--warmup_steps", type=int, help="not timed; default: the floor's")
     parser.add_argument("--num_threads", type=int, default=1)
     parser.add_argument("--with_sb3", action="store_true", help="SB3 in each round too")
+    parser.add_argument("--matmul_precision", default="highest", help=alf_split.PRECISION_HELP)
     args = parser.parse_args()
     jobs = [
         partial(round_runs, args.task, i, args.seeds[i % len(args.seeds)], args)
@@ -137,7 +140,7 @@ def main() -> None:
     ]
     header = dict(task=args.task, rounds=args.rounds, env_steps=args.env_steps)
     header.update(warmup_steps=args.warmup_steps, num_threads=args.num_threads)
-    header.update(with_sb3=args.with_sb3)
+    header.update(with_sb3=args.with_sb3, matmul_precision=args.matmul_precision)
     cli.run(args, f"floor_{args.task}", markdown, jobs, **header)
 
 

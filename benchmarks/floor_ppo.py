@@ -238,6 +238,7 @@ def run(
     warmup_steps: int = WARMUP_STEPS,
     eval_episodes: int = 10,
     log_every: int = 0,
+    matmul_precision: str = "highest",
 ) -> dict:
     """Train (see the module doc); the run's ``phases.result`` record, with the training
     return curve ``[env steps, mean return of the last 10 episodes]`` every 5,120 env steps."""
@@ -245,6 +246,7 @@ def run(
 
     cfg = PPO
     torch.set_num_threads(num_threads)
+    torch.set_float32_matmul_precision(matmul_precision)
     torch.set_flush_denormal(True)
     torch.manual_seed(seed)
     obs_size, hidden = 4, cfg["hidden"]
@@ -294,6 +296,9 @@ def main() -> None:
     parser.add_argument("--num_threads", type=int, default=1)
     parser.add_argument("--warmup_steps", type=int, default=WARMUP_STEPS)
     parser.add_argument("--eval_episodes", type=int, default=10)
+    parser.add_argument(
+        "--matmul_precision", default="highest", help="torch's, for matrix products"
+    )
     parser.add_argument("--log_every", type=int, default=0, help="print every N curve points")
     args = parser.parse_args()
     record = run(**vars(args))

@@ -224,6 +224,7 @@ def run(
     warmup_steps: int = WARMUP_STEPS,
     eval_episodes: int = 10,
     log_every: int = 0,
+    matmul_precision: str = "highest",
 ) -> dict:
     """Train (see the module doc); the run's ``phases.result`` record, with the training
     return curve ``[env steps, mean return of the last 10 episodes]`` every 2,000 env steps."""
@@ -231,6 +232,7 @@ def run(
 
     cfg = SAC
     torch.set_num_threads(num_threads)
+    torch.set_float32_matmul_precision(matmul_precision)
     torch.set_flush_denormal(True)
     torch.manual_seed(seed)
     env = gym.make(cfg["env_name"])
@@ -289,6 +291,9 @@ def main() -> None:
     parser.add_argument("--num_threads", type=int, default=1)
     parser.add_argument("--warmup_steps", type=int, default=WARMUP_STEPS)
     parser.add_argument("--eval_episodes", type=int, default=10)
+    parser.add_argument(
+        "--matmul_precision", default="highest", help="torch's, for matrix products"
+    )
     parser.add_argument("--log_every", type=int, default=0, help="print every N curve points")
     args = parser.parse_args()
     record = run(**vars(args))

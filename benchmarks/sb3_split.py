@@ -34,6 +34,7 @@ def run(
     env_steps: int | None = None,
     num_threads: int = 1,
     warmup_steps: int | None = None,
+    matmul_precision: str = "highest",
 ) -> dict:
     """Train ``task``'s SB3 model with the timers (module doc): its ``phases.result`` record."""
     import torch
@@ -45,6 +46,7 @@ def run(
     warmup_steps = floor.WARMUP_STEPS if warmup_steps is None else warmup_steps
     model = sb3.model(dataclasses.asdict(spec), seed)
     torch.set_num_threads(num_threads)
+    torch.set_float32_matmul_precision(matmul_precision)
     model.learn(warmup_steps)
     done_before = model.num_timesteps
     clock = phases.PhaseClock()
