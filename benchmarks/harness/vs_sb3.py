@@ -154,7 +154,8 @@ def speeds(task: Task, frameworks, seed: int, iterations: int, work_dir: str) ->
         info = dict(framework=framework, seed=seed)
         info.update(start=runner.now(), load_start=runner.load_average())
         if framework == "alf":
-            params = [f"TrainerConfig.initial_collect_steps={task.steady_starts}"] * sac
+            params = [*task.conf_params]  # the task's and the command line's
+            params += [f"TrainerConfig.initial_collect_steps={task.steady_starts}"] * sac
             warmup = task.steady_starts + 200 if sac else 2
             result = steady.measure(runner.REPO_DIR, task.conf, seed, warmup, iterations, params)
         else:
