@@ -131,7 +131,11 @@ class SamplerWorker:
         from alf.algorithms.config import TrainerConfig
         from alf.trainers.policy_trainer import create_algorithm
 
-        algorithm = create_algorithm(TrainerConfig(), self._env)
+        config = TrainerConfig()
+        # the policy's products at the learner's precision: PPO's rollout log-probabilities
+        # are then those the learner would compute
+        torch.set_float32_matmul_precision(config.matmul_precision)
+        algorithm = create_algorithm(config, self._env)
         self._algorithm = algorithm
         self._statistics = statistics_transformers(algorithm.data_transformer)
         self._seen = _TimeStepRecorder(self._env.batch_size)

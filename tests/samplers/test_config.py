@@ -87,3 +87,20 @@ def test_train_reports_a_sampler_that_cannot_start_in_one_line(tmp_path):
     assert "raised while starting: ValueError: Unknown gymnasium environment id" in last
     assert last.startswith("alf.bin.train: error: sampler ")
     assert not (tmp_path / "run").exists()
+
+
+def test_a_local_inference_sampler_multiplies_at_the_learners_precision():
+    import torch
+
+    from alf.samplers.worker import SamplerSpec, SamplerWorker
+
+    params = ["TrainerConfig.matmul_precision='medium'"]
+    spec = SamplerSpec((TINY_PPO, params, []), index=0, num_envs=1, env_seed=0, inference="local")
+    alf.reset_configs()
+    try:
+        worker = SamplerWorker(spec)
+        worker.close()
+        assert torch.get_float32_matmul_precision() == "medium"
+    finally:
+        alf.reset_configs()
+        torch.set_float32_matmul_precision("highest")
