@@ -113,8 +113,8 @@ class PolicyTrainer:
         torch_utils.configure_cpu_math(
             config.num_threads, config.flush_denormal, config.matmul_precision
         )
-        if config.keep_freed_memory:
-            malloc.keep_freed_memory()
+        if config.keep_freed_memory and not malloc.keep_freed_memory():
+            logging.info("TrainerConfig.keep_freed_memory: not glibc, the allocator is as it was")
         self._env = self._eval_env = self._samplers = None
         self._writers, self._tracking = {}, None
         try:

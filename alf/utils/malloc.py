@@ -6,8 +6,8 @@ and free memory at the top of the heap is trimmed once it exceeds twice that thr
 training step allocates and frees the same activations and gradients every time, so the
 same pages are returned and then faulted in again, zeroed by the kernel, on every update:
 an 8-512-512-1 MLP's Adam step on 256 rows took 64 to 354 page faults per step, an alf SAC
-iteration on Pendulum (256-unit critics, 256 rows) 251. Raising both thresholds keeps that memory in
-the process for the next step. Peak memory barely moves (the same blocks are reused); what
+iteration on Pendulum (256-unit critics, 256 rows) 251. Raising both thresholds keeps that
+memory in the process for the next step. Peak memory barely moves (the same blocks are reused); what
 is kept after a peak is at most ``trim_threshold`` more.
 """
 

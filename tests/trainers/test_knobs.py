@@ -2,7 +2,8 @@
 
 Checks: separate actor and critic optimizers (learning rate, Adam epsilon) update
 only their own network; ``TrainerConfig.num_threads`` (``--num_threads``) sets
-torch's intra-op thread count.
+torch's intra-op thread count; ``flush_denormal``, ``keep_freed_memory`` and
+``matmul_precision`` set the process's arithmetic and allocator.
 """
 
 import os
@@ -59,35 +60,34 @@ def test_actor_and_critic_optimizers_update_only_their_network(frozen, trained):
     assert _changed(before, after, f"{trained}_network")
 
 
-def test_num_threads_sets_torch_threads(tmp_path):
-    previous = torch.get_num_threads()
+def _build_and_close_trainer(tmp_path, *params: str) -> None:
+    """Build ``PolicyTrainer`` on the tiny conf with ``params`` (the process settings it
+    makes stay after it is closed), then close it."""
     alf.reset_configs()
     try:
-        params = ["TrainerConfig.num_threads=2", f"TrainerConfig.root_dir={str(tmp_path)!r}"]
-        common.parse_conf_file(TINY_CONF, params)
-        trainer = PolicyTrainer(TrainerConfig())
-        assert torch.get_num_threads() == 2
-        trainer.close()
+        root = f"TrainerConfig.root_dir={str(tmp_path)!r}"
+        common.parse_conf_file(TINY_CONF, [*params, root])
+        PolicyTrainer(TrainerConfig()).close()
     finally:
         alf.reset_configs()
+
+
+def test_num_threads_sets_torch_threads(tmp_path):
+    previous = torch.get_num_threads()
+    try:
+        _build_and_close_trainer(tmp_path, "TrainerConfig.num_threads=2")
+        assert torch.get_num_threads() == 2
+    finally:
         torch.set_num_threads(previous)
 
 
 @pytest.mark.parametrize("flush", [True, False])
 def test_flush_denormal_sets_cpu_arithmetic(tmp_path, flush):
     subnormal = torch.tensor(1e-39)  # below float32's smallest normal, 1.18e-38
-    alf.reset_configs()
     try:
-        params = [
-            f"TrainerConfig.flush_denormal={flush}",
-            f"TrainerConfig.root_dir={str(tmp_path)!r}",
-        ]
-        common.parse_conf_file(TINY_CONF, params)
-        trainer = PolicyTrainer(TrainerConfig())
+        _build_and_close_trainer(tmp_path, f"TrainerConfig.flush_denormal={flush}")
         product = float(subnormal * 1.0)
-        trainer.close()
     finally:
-        alf.reset_configs()
         torch.set_flush_denormal(False)
     assert (product == 0.0) == flush
 
@@ -98,31 +98,15 @@ def test_keep_freed_memory_sets_the_allocator(tmp_path, monkeypatch, keep):
 
     calls = []
     monkeypatch.setattr(malloc, "keep_freed_memory", lambda: calls.append(1) or True)
-    alf.reset_configs()
-    try:
-        params = [
-            f"TrainerConfig.keep_freed_memory={keep}",
-            f"TrainerConfig.root_dir={str(tmp_path)!r}",
-        ]
-        common.parse_conf_file(TINY_CONF, params)
-        PolicyTrainer(TrainerConfig()).close()
-    finally:
-        alf.reset_configs()
+    _build_and_close_trainer(tmp_path, f"TrainerConfig.keep_freed_memory={keep}")
     assert len(calls) == int(keep)
 
 
 def test_matmul_precision_sets_torch_and_bad_values_name_the_key(tmp_path):
-    alf.reset_configs()
     try:
-        params = [
-            "TrainerConfig.matmul_precision='medium'",
-            f"TrainerConfig.root_dir={str(tmp_path)!r}",
-        ]
-        common.parse_conf_file(TINY_CONF, params)
-        PolicyTrainer(TrainerConfig()).close()
+        _build_and_close_trainer(tmp_path, "TrainerConfig.matmul_precision='medium'")
         assert torch.get_float32_matmul_precision() == "medium"
     finally:
-        alf.reset_configs()
         torch.set_float32_matmul_precision("highest")
     with pytest.raises(ValueError, match=r"TrainerConfig.matmul_precision must be one of"):
         TrainerConfig(root_dir=str(tmp_path), matmul_precision="bf16")
