@@ -150,6 +150,11 @@ class RayChannel:
             raise
         cls._started_cluster = True
         cls._temp_dir = temp_dir
+        logger.info(
+            "Ray samplers: started a local Ray cluster at %s (temp dir %s)",
+            ray.get_runtime_context().gcs_address,
+            temp_dir,
+        )
 
     @classmethod
     def disconnect(cls) -> None:

@@ -138,13 +138,17 @@ def _driver_pids(cluster) -> list[int]:
     return json.loads(probe.stdout.strip().splitlines()[-1])
 
 
-def _assert_own_cluster_gone(cluster) -> None:
-    """The run's own local cluster (in an ``alf-ray-*`` dir under ``TMPDIR``) is shut down
-    and its directory removed."""
-    marker = os.path.join(cluster.base, "alf-ray-")
-    assert [n for n in os.listdir(cluster.base) if n.startswith("alf-ray-")] == []
+def _assert_own_cluster_gone(cluster, stderr: str) -> None:
+    """The run started its own local cluster in a new ``alf-ray-*`` dir under ``TMPDIR``
+    (its log says so), and shut it down and removed the directory."""
+    started = [line for line in stderr.splitlines() if "started a local Ray cluster" in line]
+    assert len(started) == 1, stderr[-3000:]
+    temp_dir = started[0].rsplit("(temp dir ", 1)[1].rstrip(")")
+    assert os.path.dirname(temp_dir) == cluster.base
+    assert os.path.basename(temp_dir).startswith("alf-ray-")
+    assert not os.path.exists(temp_dir)
     processes = psutil.process_iter(["pid", "cmdline"])
-    left = [p.info["pid"] for p in processes if marker in " ".join(p.info["cmdline"] or [])]
+    left = [p.info["pid"] for p in processes if temp_dir in " ".join(p.info["cmdline"] or [])]
     assert left == []
 
 
@@ -154,7 +158,7 @@ def test_does_not_join_a_cluster_started_on_the_machine(foreign_cluster, tmp_pat
     run, pid = _train(foreign_cluster.env, tmp_path / "run")
     assert run.returncode == 0, run.stderr[-3000:]
     assert pid not in _driver_pids(foreign_cluster)
-    _assert_own_cluster_gone(foreign_cluster)
+    _assert_own_cluster_gone(foreign_cluster, run.stderr)
 
 
 def test_ignores_ray_address_in_the_environment(foreign_cluster, tmp_path):
@@ -167,7 +171,7 @@ def test_ignores_ray_address_in_the_environment(foreign_cluster, tmp_path):
     ignored = [line for line in run.stderr.splitlines() if "RAY_ADDRESS" in line]
     assert len(ignored) == 1 and "ignored" in ignored[0], run.stderr[-3000:]
     assert foreign_cluster.address in ignored[0]
-    _assert_own_cluster_gone(foreign_cluster)
+    _assert_own_cluster_gone(foreign_cluster, run.stderr)
 
 
 def test_joins_the_cluster_of_ray_address_and_says_so(foreign_cluster, tmp_path):
