@@ -51,8 +51,11 @@ class SamplerConfig:
         max_restarts, restart_window: a sampler replaced more than ``max_restarts`` times
             within ``restart_window`` seconds stops the run with an error naming it.
         ray_address: ``'ray'`` backend: the address of a running Ray cluster to join
-            (``ray.init(address=...)``); None: start a local one (node address 127.0.0.1) without
-            dashboard, shut down when the samplers close.
+            (``ray.init(address=...)``; the log names it; left running at the end). None:
+            start the run's own local cluster (``ray.init(address="local")``: node address
+            127.0.0.1, no dashboard, a private temp dir), shut down and removed when the
+            samplers close. A run never joins a cluster it was not given: ``RAY_ADDRESS``
+            and the cluster of the last ``ray start`` on the machine are ignored.
     """
 
     backend: str | None = "processes"

@@ -1,9 +1,12 @@
 """The ``'ray'`` backend: each sampler is a Ray actor (``pip install alf[ray]``).
 
-``RayChannel.connect`` joins the cluster at ``SamplerConfig.ray_address``
-(``ray.init(address=...)``) or, without one, starts a local cluster with node address 127.0.0.1
-with the dashboard off; ``disconnect`` shuts down a cluster it started (a joined one is
-left running). Each sampler is an actor running ``SamplerWorker``; a request is one
+``RayChannel.connect`` joins the cluster at ``SamplerConfig.ray_address`` (``ray.init(
+address=...)``, one log line naming it) and nothing else: without one it starts its own local
+cluster (``ray.init(address="local")``, node address 127.0.0.1, dashboard off, in a private
+temporary directory), never a cluster found through ``RAY_ADDRESS`` or ``ray start``'s
+``ray_current_cluster`` file (a ``RAY_ADDRESS`` in the environment is ignored, with a log line).
+``disconnect`` shuts down a cluster it started and removes its directory (a joined one is left
+running). Each sampler is an actor running ``SamplerWorker``; a request is one
 actor call whose result is the reply, ``('ok', value)`` or ``('error', description)``,
 as with the processes backend (both pickled into bytes by ``serialization.dumps``). An
 actor that dies makes its pending call fail, which the pool sees as a dead sampler and
@@ -13,12 +16,21 @@ readable at the same path on every node).
 
 from __future__ import annotations
 
+import logging
 import os
+import shutil
 import sys
+import tempfile
 import traceback
 
 from alf.samplers.errors import SamplerError
 from alf.samplers.serialization import dumps, loads
+
+logger = logging.getLogger(__name__)
+
+# Ray's Unix sockets live at ``<temp dir>/session_<date>_<time>_<pid>/sockets/<name>`` (about
+# 65 characters below the temp dir) and a socket path may have at most 107 characters.
+_MAX_TEMP_DIR_LENGTH = 40
 
 
 def _ray():
@@ -29,6 +41,15 @@ def _ray():
             "SamplerConfig.backend='ray' needs Ray: pip install 'alf[ray]' (or 'ray>=2.9')"
         ) from None
     return ray
+
+
+def _private_temp_dir() -> str:
+    """A new directory of this process's own for a local cluster (short enough for Ray's
+    socket paths: under the system's temp dir, or ``/tmp`` when that is too long)."""
+    parent = tempfile.gettempdir()
+    if len(parent) + len("/alf-ray-12345678") > _MAX_TEMP_DIR_LENGTH:
+        parent = "/tmp"
+    return tempfile.mkdtemp(prefix="alf-ray-", dir=parent)
 
 
 class _RaySampler:
@@ -71,6 +92,7 @@ class RayChannel:
     """
 
     _started_cluster = False
+    _temp_dir = None
     _actor_class = None
 
     @classmethod
@@ -78,31 +100,71 @@ class RayChannel:
         """Join the cluster at ``address``, or start a local one (see the module doc)."""
         ray = _ray()
         if ray.is_initialized():
+            logger.info(
+                "Ray samplers: using the Ray cluster this process is connected to already (%s)",
+                ray.get_runtime_context().gcs_address,
+            )
             return
         if address:
-            try:
-                ray.init(address=address, log_to_driver=False)
-            except ConnectionError as e:
-                raise ValueError(
-                    f"SamplerConfig.ray_address={address!r}: {e} (a cluster with token "
-                    "authentication also needs RAY_AUTH_MODE=token in this process's "
-                    "environment and its token in ~/.ray/auth_token or RAY_AUTH_TOKEN)"
-                ) from e
+            cls._join(ray, address)
         else:
+            cls._start_local(ray)
+
+    @staticmethod
+    def _join(ray, address: str) -> None:
+        try:
+            ray.init(address=address, log_to_driver=False)
+        except ConnectionError as e:
+            raise ValueError(
+                f"SamplerConfig.ray_address={address!r}: {e} (a cluster with token "
+                "authentication also needs RAY_AUTH_MODE=token in this process's "
+                "environment and its token in ~/.ray/auth_token or RAY_AUTH_TOKEN)"
+            ) from e
+        logger.info(
+            "Ray samplers: joined the Ray cluster at %s (SamplerConfig.ray_address=%r)",
+            ray.get_runtime_context().gcs_address,
+            address,
+        )
+
+    @classmethod
+    def _start_local(cls, ray) -> None:
+        ignored = os.environ.get("RAY_ADDRESS")
+        if ignored:
+            logger.info(
+                "Ray samplers: RAY_ADDRESS=%r ignored (SamplerConfig.ray_address is not set): "
+                "starting a local Ray cluster",
+                ignored,
+            )
+        temp_dir = _private_temp_dir()
+        try:
             ray.init(
+                address="local",
                 include_dashboard=False,
                 _node_ip_address="127.0.0.1",
+                _temp_dir=temp_dir,
                 log_to_driver=False,
                 configure_logging=False,
             )
-            cls._started_cluster = True
+        except BaseException:
+            shutil.rmtree(temp_dir, ignore_errors=True)
+            raise
+        cls._started_cluster = True
+        cls._temp_dir = temp_dir
+        logger.info(
+            "Ray samplers: started a local Ray cluster at %s (temp dir %s)",
+            ray.get_runtime_context().gcs_address,
+            temp_dir,
+        )
 
     @classmethod
     def disconnect(cls) -> None:
-        """Shut down the local cluster ``connect`` started (idempotent)."""
+        """Shut down the local cluster ``connect`` started and remove its directory
+        (idempotent)."""
         if cls._started_cluster:
-            _ray().shutdown()
+            _ray().shutdown(wait_for_processes=True)
             cls._started_cluster = False
+            shutil.rmtree(cls._temp_dir, ignore_errors=True)
+            cls._temp_dir = None
 
     @classmethod
     def _remote_class(cls):
