@@ -232,7 +232,10 @@ def _check_configs_applied(trainer) -> None:
 
 
 def _record_details(trainer, args: RunArgs) -> dict:
+    from alf.utils.checkpoint_utils import algorithm_class
+
     details = {
+        "algorithm_class": algorithm_class(trainer.algorithm),
         "random_seed": trainer.random_seed,
         "init_from_checkpoint": trainer.init_from_checkpoint,
         "command_line": [sys.executable, "-m", "alf.bin.train", *sys.argv[1:]],
