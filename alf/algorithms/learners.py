@@ -60,6 +60,8 @@ class Learner:
     """
 
     raw_experience = False
+    #: whether it keeps a replay buffer (whose state a checkpoint then holds)
+    keeps_replay_buffer = False
 
     def __init__(self, algorithm, config):
         self._algorithm = algorithm
@@ -170,6 +172,7 @@ class ReplayLearner(Learner):
     """
 
     raw_experience = True
+    keeps_replay_buffer = True
 
     def __init__(self, algorithm, config):
         super().__init__(algorithm, config)

@@ -35,7 +35,8 @@ configuration as a runnable conf, headed by comments with the command line,
 parameters, flags, seed and versions) and ``root_dir/config_files/run.json``
 (machine-readable, self-contained).
 
-Training into an existing ``root_dir`` resumes from its newest checkpoint.
+Training into an existing ``root_dir`` resumes from its newest checkpoint; a root_dir
+holding a run of another algorithm class is refused (``docs/design.md``, section 9).
 Bad input (missing conf, unknown configurable or argument, malformed
 ``--conf_param``, unknown env id, a bad ``--init_from`` or ``--from_record``)
 prints one error line and exits with status 2 before anything in ``root_dir`` is
@@ -232,7 +233,10 @@ def _check_configs_applied(trainer) -> None:
 
 
 def _record_details(trainer, args: RunArgs) -> dict:
+    from alf.utils.checkpoint_utils import algorithm_class
+
     details = {
+        "algorithm_class": algorithm_class(trainer.algorithm),
         "random_seed": trainer.random_seed,
         "init_from_checkpoint": trainer.init_from_checkpoint,
         "command_line": [sys.executable, "-m", "alf.bin.train", *sys.argv[1:]],

@@ -55,7 +55,7 @@ from alf.trainers.signals import SignalCatcher
 from alf.trainers.tracking import Tracking, check_config
 from alf.utils import device as device_utils
 from alf.utils import distributed, init_from, malloc, seeding, torch_utils
-from alf.utils.checkpoint_utils import Checkpointer, CheckpointError, check_compatible
+from alf.utils.checkpoint_utils import Checkpointer, CheckpointError, check_resumable, run_identity
 from alf.utils.schedulers import update_progress
 
 _CKPT_VERSION = 1
@@ -274,6 +274,7 @@ class PolicyTrainer:
             "algorithm": self._algorithm.state_dict(),
             "metrics": self._algorithm.metrics.state_dict(),
             "rng": seeding.get_rng_state(),
+            **run_identity(self._algorithm),
         }
         if with_replay_buffer:
             state.update(self._replay_buffer_state())
@@ -332,19 +333,13 @@ class PolicyTrainer:
 
     def _load_resume_state(self) -> dict | None:
         """The newest readable checkpoint of ``root_dir`` (None: a fresh run), checked at
-        construction, before anything is written: none readable, another version, or
-        tensors that do not fit the algorithm built now are a ``ValueError`` naming them."""
+        construction, before anything is written: none readable, another version, a run of
+        another algorithm, or tensors that do not fit the algorithm built now are a
+        ``ValueError`` naming them."""
         try:
             state = self._checkpointer.load(map_location="cpu")
-            if state is None:
-                return None
-            if state.get("version") != _CKPT_VERSION:
-                raise CheckpointError(
-                    f"Checkpoint in {self._checkpointer.directory} has version "
-                    f"{state.get('version')}, expected {_CKPT_VERSION}"
-                )
-            check_compatible(
-                state["algorithm"], self._algorithm.state_dict(), self._checkpointer.directory
+            check_resumable(
+                state, self._algorithm, self._root_dir, self._checkpointer.directory, _CKPT_VERSION
             )
         except CheckpointError as e:
             raise ValueError(str(e)) from e

@@ -13,6 +13,14 @@ back to the previous one with a warning; if none is readable it raises: it
 never silently starts from scratch. A state whose ``"algorithm"`` entry holds a NaN or
 inf is never written (``alf.utils.finite``): a diverged run cannot replace or prune the
 good checkpoints.
+
+**One algorithm per root_dir.** A training checkpoint names what trained it
+(``run_identity``: the algorithm's fully qualified class and the conf file's name), as
+does the run record (``algorithm_class`` in ``config_files/run.json``).
+``check_same_algorithm`` refuses to resume a root_dir's run with another algorithm (or
+with a learner that keeps no replay buffer when the checkpoint holds one); a checkpoint
+and a record written before these fields existed are "unknown" and only checked by
+shapes (``check_compatible``) and the replay buffer.
 """
 
 from __future__ import annotations
@@ -25,10 +33,15 @@ import tempfile
 
 import torch
 
+from alf.utils import common, run_record
 from alf.utils.finite import NonFiniteError, first_non_finite
 
 _CKPT_RE = re.compile(r"^ckpt-(\d+)\.pt$")
 BEST_NAME = "ckpt-best.pt"
+#: the checkpoint (and run record) key of the fully qualified class of the algorithm
+ALGORITHM_CLASS = "algorithm_class"
+#: the checkpoint key of the name of the conf file that built the run
+CONF_FILE = "conf_file"
 
 
 class CheckpointError(RuntimeError):
@@ -170,6 +183,85 @@ def check_compatible(saved: dict, current: dict, where: str, show: int = 3) -> N
             + "; ".join(problems)
             + "): resume with the conf it was trained with, or train into another root_dir"
         )
+
+
+def algorithm_class(algorithm) -> str:
+    """The fully qualified class name of ``algorithm`` (e.g.
+    ``alf.algorithms.ppo_algorithm.PPOAlgorithm``; for an ``Agent`` conf, the RL algorithm
+    it built)."""
+    cls = type(algorithm)
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def run_identity(algorithm) -> dict:
+    """``{ALGORITHM_CLASS: ..., CONF_FILE: ...}``: what a checkpoint says built the run (the
+    conf file's name is None when no conf was parsed, e.g. a trainer built in Python)."""
+    parsed = common.parsed_conf_args()
+    conf_file = os.path.basename(parsed[0]) if parsed else None
+    return {ALGORITHM_CLASS: algorithm_class(algorithm), CONF_FILE: conf_file}
+
+
+def check_resumable(
+    state: dict | None, algorithm, root_dir: str, ckpt_dir: str, version: int
+) -> None:
+    """Raise ``CheckpointError`` unless ``algorithm`` (built now) may resume the run in
+    ``root_dir`` from ``state``, its newest checkpoint (loaded from ``ckpt_dir``; None: it
+    has none): the same algorithm (``check_same_algorithm``), checkpoint ``version`` and
+    the tensors' names and shapes (``check_compatible``)."""
+    check_same_algorithm(root_dir, state, algorithm)
+    if state is None:
+        return
+    if state.get("version") != version:
+        raise CheckpointError(
+            f"Checkpoint in {ckpt_dir} has version {state.get('version')}, expected {version}"
+        )
+    check_compatible(state["algorithm"], algorithm.state_dict(), ckpt_dir)
+
+
+def check_same_algorithm(root_dir: str, state: dict | None, algorithm) -> None:
+    """Raise ``CheckpointError`` unless ``algorithm`` (built now) may resume the run in
+    ``root_dir``, whose newest checkpoint is ``state`` (None: it has none).
+
+    The run's algorithm class is the one ``state`` names, else the one its run record
+    names (a record without a checkpoint still claims the root_dir); neither naming one
+    (older runs) leaves it unknown. A known class other than ``algorithm``'s is refused, and
+    so is a checkpoint holding a replay buffer when ``algorithm``'s learner keeps none.
+    """
+    built = run_identity(algorithm)
+    held = _held_identity(root_dir, state)
+    what = _name(built[ALGORITHM_CLASS], held.get(ALGORITHM_CLASS), built[CONF_FILE])
+    fresh = f"train into a new --root_dir, or remove {root_dir} to start over"
+    if held.get(ALGORITHM_CLASS) not in (None, built[ALGORITHM_CLASS]):
+        holds = _name(held[ALGORITHM_CLASS], built[ALGORITHM_CLASS], held.get(CONF_FILE))
+        raise CheckpointError(
+            f"root_dir {root_dir} holds a run of {holds}; this conf builds {what}: {fresh}"
+        )
+    learner = getattr(algorithm, "learner", None)
+    if "replay_buffer" in (state or {}) and not getattr(learner, "keeps_replay_buffer", False):
+        raise CheckpointError(
+            f"root_dir {root_dir} holds a run whose checkpoint keeps a replay buffer; "
+            f"this conf builds {what}, which keeps none: {fresh}"
+        )
+
+
+def _held_identity(root_dir: str, state: dict | None) -> dict:
+    """The ``run_identity`` of the run in ``root_dir``: its checkpoint's, else its record's
+    (with the record's conf file); ``{}`` when neither names the algorithm."""
+    if state is not None and isinstance(state.get(ALGORITHM_CLASS), str):
+        return {ALGORITHM_CLASS: state[ALGORITHM_CLASS], CONF_FILE: state.get(CONF_FILE)}
+    record = run_record.read_record(root_dir) or {}
+    if isinstance(record.get(ALGORITHM_CLASS), str):
+        return {ALGORITHM_CLASS: record[ALGORITHM_CLASS], CONF_FILE: record.get("conf_file")}
+    return {}
+
+
+def _name(cls: str, other: str | None, conf_file) -> str:
+    """``cls``'s short name (the full one when ``other`` has the same short name), then
+    ``(conf_file)`` when known."""
+    short = cls.rsplit(".", 1)[-1]
+    if other is not None and other != cls and other.rsplit(".", 1)[-1] == short:
+        short = cls
+    return f"{short} ({conf_file})" if isinstance(conf_file, str) else short
 
 
 def _refuse_non_finite(state: dict, path: str) -> None:

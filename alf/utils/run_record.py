@@ -20,6 +20,9 @@
     format           2
     conf_file        name of the main conf file (in config_files/ and conf_files)
     original_conf_file   where it was loaded from
+    algorithm_class  the fully qualified class of the algorithm trained (for an ``Agent``
+                     conf, the RL algorithm it built); a record without it (older runs)
+                     leaves the algorithm unknown (``alf.utils.checkpoint_utils``)
     conf_files       {name: text} of every conf file loaded, in loading order
     conf_params      the --conf_param values, in order (first wins)
     gin_params       the --gin_param values, in order
@@ -104,12 +107,13 @@ def write_run_record(
         conf_file: the main conf file loaded.
         conf_params: the ``--conf_param`` values, in order.
         gin_params: the ``--gin_param`` values, in order.
-        details: more fields of the record (``random_seed``, ``flags``,
-            ``init_from_checkpoint``, ``recreated_from``, ``original_conf_file``);
+        details: more fields of the record (``algorithm_class``, ``random_seed``,
+            ``flags``, ``init_from_checkpoint``, ``recreated_from``, ``original_conf_file``);
             the command line, start time and versions are added here.
         resuming: the run resumes from its own checkpoint: an existing record is
-            kept (its seed, start time, versions) and the resume is appended to
-            its ``resumed`` list, with the new parameters.
+            kept (its seed, start time, versions, algorithm class: a record without one
+            takes ``details``') and the resume is appended to its ``resumed`` list, with
+            the new parameters.
     """
     conf_dir = os.path.join(root_dir, CONFIG_DIR)
     previous = _read_json_or_none(os.path.join(conf_dir, RUN_JSON)) if resuming else None
@@ -174,6 +178,8 @@ def _resumed(previous: dict, conf_params, gin_params, details=None) -> dict:
         "gin_params": list(gin_params),
     }
     record["resumed"] = list(previous.get("resumed", [])) + [entry]
+    if record.get("algorithm_class") is None and (details or {}).get("algorithm_class"):
+        record["algorithm_class"] = details["algorithm_class"]  # a record older than the field
     return record
 
 
@@ -285,7 +291,8 @@ def record_comment(record: dict) -> str:
     ]
     lines += [f"# conf_param: {p}" for p in record.get("conf_params", [])]
     lines += [f"# gin_param: {p}" for p in record.get("gin_params", [])]
-    for key in ("random_seed", "init_from_checkpoint", "recreated_from", "start_time"):
+    keys = ("algorithm_class", "random_seed", "init_from_checkpoint", "recreated_from")
+    for key in (*keys, "start_time"):
         if record.get(key) is not None:
             lines.append(f"# {key}: {record[key]}")
     for name, value in sorted((record.get("flags") or {}).items()):

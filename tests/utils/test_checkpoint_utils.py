@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from alf.data_structures import TimeStep
+from alf.utils import checkpoint_utils
 from alf.utils.checkpoint_utils import BEST_NAME, Checkpointer, CheckpointError
 from alf.utils.finite import NonFiniteError, check_time_step
 
@@ -131,3 +132,33 @@ def test_check_time_step_names_field_env_id_and_steps():
     bad = time_step._replace(observation={"pos": torch.zeros(3, 2), "vel": vel})
     with pytest.raises(NonFiniteError, match=r"non-finite observation.vel \(inf\) from env_id 9"):
         check_time_step(bad, 12)
+
+
+class PPOAlgorithm:  # the short name of alf's PPOAlgorithm, in another module
+    learner = None
+
+
+class _ReplayLearner:
+    keeps_replay_buffer = True
+
+
+def test_check_same_algorithm_names_both_classes_in_full_when_their_names_clash(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(checkpoint_utils.common, "parsed_conf_args", lambda: None)
+    held = "alf.algorithms.ppo_algorithm.PPOAlgorithm"
+    state = {"algorithm_class": held, "conf_file": "ppo_conf.py"}
+    with pytest.raises(CheckpointError) as info:
+        checkpoint_utils.check_same_algorithm(str(tmp_path), state, PPOAlgorithm())
+    assert str(info.value) == (
+        f"root_dir {tmp_path} holds a run of {held} (ppo_conf.py); this conf builds "
+        f"{__name__}.PPOAlgorithm: train into a new --root_dir, or remove {tmp_path} to "
+        "start over"
+    )
+    own = PPOAlgorithm()
+    state["algorithm_class"] = checkpoint_utils.algorithm_class(own)
+    checkpoint_utils.check_same_algorithm(str(tmp_path), state, own)  # the same class
+    with pytest.raises(CheckpointError, match="checkpoint keeps a replay buffer"):
+        checkpoint_utils.check_same_algorithm(str(tmp_path), {"replay_buffer": {}}, own)
+    own.learner = _ReplayLearner()  # unknown class (an old checkpoint), a learner with a buffer
+    checkpoint_utils.check_same_algorithm(str(tmp_path), {"replay_buffer": {}}, own)
