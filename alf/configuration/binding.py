@@ -8,7 +8,7 @@ target appears: a configurable registers, a config is defined or a gin macro is 
 
 from absl import logging
 
-from alf.configuration import scopes
+from alf.configuration import scopes, typecheck
 from alf.configuration.registry import (
     DEFINED,
     IDENTIFIER_RE,
@@ -227,10 +227,17 @@ def validate_pending_configs():
     Call it once all modules that define configurables have been imported (e.g. after the
     conf file is loaded).
 
+    Then every configured value is checked against what its configurable's signature
+    accepts (``typecheck``: the annotation, or the default's kind, and declared ranges).
+
     Raises:
         ValueError: naming the first unresolved config and suggesting close valid names,
             or naming a configurable name that has become ambiguous, or an unknown gin
-            ``@Name`` reference.
+            ``@Name`` reference; ``typecheck.ConfigRangeError`` (a ``ValueError``) for a
+            number out of its argument's range.
+        TypeError: ``typecheck.ConfigTypeError``, one line naming the value that is not
+            of the kind its argument accepts, e.g. ``PPOLoss.gamma='high': expected a
+            float, got str``.
     """
     for pending in PENDING:
         if "." not in pending.name:
@@ -245,6 +252,7 @@ def validate_pending_configs():
     for slot in _configured_slots():
         if slot.lazy:
             resolve(slot.value, evaluate=False)
+    typecheck.check_configured_values()
 
 
 def _configured_slots():
