@@ -95,7 +95,7 @@ def test_a_configured_value_of_the_wrong_kind_is_one_line_and_nothing_is_written
         if root_dir.name.startswith("existing"):
             (root_dir / "train").mkdir(parents=True)
             (root_dir / "train" / "notes.txt").write_text("kept as it is")
-    before = tree_hashes(tmp_path)
+    before = tree_hashes(tmp_path), sorted(tmp_path.rglob("*"))
     started = {
         case: start("alf.bin.train", "--conf", conf, "--root_dir", root_dir, *args)
         for case, (conf, args, root_dir, _) in cases.items()
@@ -105,4 +105,4 @@ def test_a_configured_value_of_the_wrong_kind_is_one_line_and_nothing_is_written
         assert code == 2, stderr
         assert one_error_line(stderr, "train") == f"alf.bin.train: error: {cases[case][3]}"
     assert not (tmp_path / "new_run").exists()
-    assert tree_hashes(tmp_path) == before
+    assert (tree_hashes(tmp_path), sorted(tmp_path.rglob("*"))) == before
