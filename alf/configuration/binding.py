@@ -84,7 +84,14 @@ def config1(config_name, value, mutable=True, raise_if_used=True):
     if entry is None:
         PENDING.append(Pending(config_name, value, mutable, raise_if_used))
         return
-    assign(entry.slot(arg), f"{entry.full_name}.{arg}", value, mutable, raise_if_used)
+    slot = entry.slot(arg)
+    typecheck.check_assigned(entry, _arg_name(entry, slot), value)
+    assign(slot, f"{entry.full_name}.{arg}", value, mutable, raise_if_used)
+
+
+def _arg_name(entry, slot):
+    """The name of ``entry``'s argument whose slot is ``slot`` (ALF's aliases resolved)."""
+    return next(name for name, s in entry.slots.items() if s is slot)
 
 
 def config_scoped(scope, config_name, value, mutable=True):
@@ -108,8 +115,7 @@ def config_scoped(scope, config_name, value, mutable=True):
     entry = find_configurable(prefix)
     if entry is None:
         raise unknown_configurable_error(prefix)
-    target_slot = entry.slot(arg)
-    arg = next(name for name, slot in entry.slots.items() if slot is target_slot)
+    arg = _arg_name(entry, entry.slot(arg))
     slots = scopes.SCOPED.setdefault((scope, entry.full_name), {})
     slot = slots.setdefault(arg, Slot())
     assign(slot, f"{scope}/{entry.full_name}.{arg}", value, mutable, raise_if_used=False)

@@ -39,19 +39,23 @@ import typing
 
 from alf.configuration import scopes
 from alf.configuration.argtypes import BoolNotText, NumberNotText, Range, ZeroOrOne
-from alf.configuration.registry import LAZY_TYPES, REGISTRY, resolve
+from alf.configuration.registry import LAZY_TYPES, REGISTRY, contains_lazy, resolve
 
 _NONE_TYPE = type(None)
 _SEQUENCES = (tuple, list, collections.abc.Sequence, collections.abc.MutableSequence)
 _HINTS = {}  # id(Configurable) -> (Configurable, {arg: hint or None})
 
 
-class ConfigTypeError(TypeError):
-    """A configured value of the wrong kind (the message is the one line)."""
+class ConfigValueError(ValueError):
+    """A configured value its argument does not accept (the message is the one line)."""
 
 
-class ConfigRangeError(ValueError):
-    """A configured number out of its argument's range (the message is the one line)."""
+class ConfigTypeError(ConfigValueError, TypeError):
+    """A configured value of the wrong kind."""
+
+
+class ConfigRangeError(ConfigValueError):
+    """A configured number out of its argument's range."""
 
 
 # --------------------------------------------------------------------------- hints
@@ -114,8 +118,25 @@ def accepted_hint(entry, arg):
     if cached is None or cached[0] is not entry:
         fn = getattr(entry, "fn", None)
         hints = signature_hints(fn, list(entry.slots)) if fn is not None else {}
-        cached = _HINTS[id(entry)] = (entry, hints)
+        cached = (entry, hints)
+        if _resolved(fn, hints):  # else a module still being imported: try again later
+            _HINTS[id(entry)] = cached
     return cached[1].get(arg)
+
+
+def _resolved(fn, hints) -> bool:
+    """Whether every annotated argument of ``fn`` among ``hints`` resolved."""
+    if fn is None:
+        return True
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return True
+    return all(
+        hint is not None or params[name].annotation is inspect.Parameter.empty
+        for name, hint in hints.items()
+        if name in params
+    )
 
 
 # --------------------------------------------------------------------------- accepting
@@ -304,6 +325,13 @@ def check_value(name: str, value, hint) -> None:
         expected = describe(hint, ranges=False)
         raise ConfigTypeError(f"{name}={value!r}: expected {expected}, got {type(value).__name__}")
     raise ConfigRangeError(f"{name}={value!r}: expected {describe(hint)}")
+
+
+def check_assigned(entry, arg: str, value) -> None:
+    """Check ``value`` set for ``entry``'s argument ``arg`` as it is set (a value holding a
+    gin reference or macro waits for ``check_configured_values``)."""
+    if not contains_lazy(value):
+        check_value(f"{_short(entry.full_name)}.{arg}", value, accepted_hint(entry, arg))
 
 
 def _short(full_name: str) -> str:

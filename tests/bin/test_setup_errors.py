@@ -59,7 +59,7 @@ def test_a_corrupt_run_record_is_named(tmp_path):
 def _typed_conf_cases(tmp_path):
     """``{case: (conf, extra args, root_dir, expected line)}``: a wrong value given on the
     command line, in a Python conf and in a gin conf (the last two into a root_dir that
-    exists already)."""
+    exists already, and named with their file and line)."""
     py_conf = tmp_path / "four_envs_conf.py"
     py_conf.write_text(
         f"import alf\nalf.import_config({TINY_CONF!r})\n"
@@ -78,13 +78,14 @@ def _typed_conf_cases(tmp_path):
             py_conf,
             [],
             tmp_path / "existing_run",
+            f"{py_conf}, line 3: "
             "create_environment.num_parallel_environments='four': expected an int, got str",
         ),
         "gin_conf": (
             gin_conf,
             [],
             tmp_path / "existing_run_gin",
-            "Adam.lr=0.0: expected a float > 0 or a schedule",
+            f"{gin_conf}, line 2: Adam.lr=0.0: expected a float > 0 or a schedule",
         ),
     }
 

@@ -180,15 +180,15 @@ CONFIGURED = {
 
 
 @pytest.mark.parametrize("arg", sorted(CONFIGURED))
-def test_a_wrong_value_set_on_the_command_line_is_refused_at_validation(arg):
+def test_a_wrong_value_is_refused_when_set(arg):
     literal, message = CONFIGURED[arg]
-    if arg == "cls":
-        alf.config("cfg_typed", cls=int)
-    else:
-        config_util.apply_conf_params([f"cfg_typed.{arg}={literal}"])
     with pytest.raises((ConfigTypeError, ConfigRangeError)) as error:
-        config_util.validate_pending_configs()
+        if arg == "cls":
+            alf.config("cfg_typed", cls=int)
+        else:
+            config_util.apply_conf_params([f"cfg_typed.{arg}={literal}"])
     assert str(error.value) == message
+    assert not config_util.registry.lookup_slot(f"cfg_typed.{arg}").configured
 
 
 def test_values_that_fit_pass_validation():
@@ -224,15 +224,24 @@ def test_gin_values_references_macros_and_scopes_are_checked():
     assert str(error.value) == "outer/cfg_typed.num_envs=0: expected an int >= 1"
 
 
+def test_a_pending_value_is_checked_at_validation_once_its_configurable_registers():
+    alf.config("later.cfg_typed_later", n="four")  # no such configurable yet: pending
+
+    @alf.configurable("later.cfg_typed_later")
+    def cfg_typed_later(n: int = 1):
+        return n
+
+    with pytest.raises(ConfigTypeError) as error:
+        config_util.validate_pending_configs()
+    assert str(error.value) == "cfg_typed_later.n='four': expected an int, got str"
+
+
 def test_alf_own_configurables_are_checked_after_their_lazy_import():
-    config_util.apply_conf_params(["PPOLoss.gamma='high'"])
     with pytest.raises(ConfigTypeError) as error:
-        config_util.validate_pending_configs()
+        config_util.apply_conf_params(["PPOLoss.gamma='high'"])
     assert str(error.value) == "PPOLoss.gamma='high': expected a float, got str"
-    alf.reset_configs()
-    alf.config("create_environment", num_parallel_environments="four")
     with pytest.raises(ConfigTypeError) as error:
-        config_util.validate_pending_configs()
+        alf.config("create_environment", num_parallel_environments="four")
     assert str(error.value) == (
         "create_environment.num_parallel_environments='four': expected an int, got str"
     )
