@@ -170,7 +170,10 @@ def _accepts_plain(value, hint) -> bool:
         return isinstance(value, (list, tuple))
     if hint is collections.abc.Callable:
         return callable(value)
-    return isinstance(value, hint)
+    try:
+        return isinstance(value, hint)
+    except TypeError:  # e.g. a protocol that is not runtime-checkable: not checked
+        return True
 
 
 def _accepts_sequence(value, hint, args, ranges) -> bool:

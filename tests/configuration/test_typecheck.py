@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import Literal, Protocol
 
 import pytest
 
@@ -38,6 +38,10 @@ class Base:
 
 class Derived(Base):
     pass
+
+
+class Stepper(Protocol):
+    def step(self): ...
 
 
 @alf.configurable
@@ -90,6 +94,7 @@ ACCEPTED = [
     (0, Flag),
     (1, Flag),
     ("anything", None),  # nothing declared
+    (3, Stepper),  # isinstance cannot tell for a protocol that is not runtime-checkable
 ]
 
 REFUSED = [
