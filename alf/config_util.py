@@ -30,6 +30,10 @@ This module is the public import point; the implementation is the package
 - ``gin_reader``: reading gin statements (gin is imported only when one is parsed).
 - ``loader``: conf files, ``--conf_param`` and ``--gin_param``.
 - ``writer``: operative / inoperative reports, ``operative_config_str``, ``repr_wrapper``.
+- ``typecheck``: every configured value checked against its configurable's signature
+  (run by ``validate_pending_configs``).
+- ``argtypes``: what an argument's annotation may declare beyond plain types: ranges
+  (``Discount``, ``Count``, ``LearningRate``, ...), schedules, ``Flag``.
 
 These modules must stay light to import (no torch, no gin): ``alf/__init__.py``
 re-exports this one.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import torch
@@ -11,6 +12,7 @@ import alf.nest as nest
 from alf.algorithms.actor_critic_loss import ActorCriticLoss
 from alf.algorithms.mirror_loss import check_mirror_setup, mirror_info
 from alf.algorithms.on_policy_algorithm import OnPolicyAlgorithm
+from alf.configuration.argtypes import Probability
 from alf.data_structures import AlgStep, StepType, TimeStep
 from alf.networks.actor_distribution_networks import ActorDistributionNetwork
 from alf.networks.encoder_head import EncoderHeadNetwork
@@ -101,17 +103,17 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
         observation_spec,
         action_spec,
         reward_spec=TensorSpec(()),
-        actor_network_ctor=ActorDistributionNetwork,
-        value_network_ctor=ValueNetwork,
-        encoding_network_ctor=None,
+        actor_network_ctor: Callable = ActorDistributionNetwork,
+        value_network_ctor: Callable = ValueNetwork,
+        encoding_network_ctor: Callable | None = None,
         env=None,
         config=None,
         loss=None,
-        loss_class=ActorCriticLoss,
+        loss_class: Callable = ActorCriticLoss,
         optimizer=None,
         actor_optimizer=None,
         value_optimizer=None,
-        epsilon_greedy: float | None = None,
+        epsilon_greedy: Probability | None = None,
         debug_summaries: bool = False,
         name: str = "ActorCriticAlgorithm",
     ):

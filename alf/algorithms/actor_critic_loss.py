@@ -16,12 +16,14 @@ advantage; the algorithm masks it out together with LAST steps.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import torch
 
 import alf
 import alf.summary
+from alf.configuration.argtypes import Discount, Probability
 from alf.data_structures import LossInfo, StepType
 from alf.utils import value_ops
 from alf.utils.losses import (  # noqa: F401 (re-exported: their former home)
@@ -70,10 +72,10 @@ class ActorCriticLoss:
 
     def __init__(
         self,
-        gamma: float = 0.99,
-        td_error_loss_fn=element_wise_squared_loss,
+        gamma: Discount = 0.99,
+        td_error_loss_fn: Callable = element_wise_squared_loss,
         use_gae: bool = False,
-        td_lambda: float = 0.95,
+        td_lambda: Probability = 0.95,
         use_td_lambda_return: bool = True,
         normalize_advantages: bool = False,
         advantage_clip: float | None = None,

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import dataclasses
-import numbers
 from collections.abc import Callable
 from typing import Any
 
 import alf
 from alf.algorithms import alf_trainer_fields
+from alf.configuration import typecheck
+from alf.configuration.argtypes import (
+    Count,
+    Flag,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    Probability,
+)
+from alf.configuration.registry import CLASS_ENTRIES
 
 #: ``torch.set_float32_matmul_precision``'s values
 MATMUL_PRECISIONS = ("highest", "high", "medium")
@@ -152,49 +161,49 @@ class TrainerConfig:
     algorithm_ctor: Callable | None = None
     data_transformer_ctor: Any = None
     random_seed: int | None = None
-    num_iterations: int = 1000
-    num_env_steps: int = 0
-    unroll_length: int = 8
-    use_rollout_state: bool = False
-    temporally_independent_train_step: bool | None = None
-    num_checkpoints: int = 10
-    keep_checkpoints: int = 3
-    checkpoint_interval: int = 0
-    save_checkpoint_for_best_eval: bool = True
-    evaluate: bool = False
-    eval_interval: int = 10
-    num_eval_episodes: int = 10
-    num_eval_environments: int = 1
-    epsilon_greedy: float = 0.0
-    no_thread_env_for_conf: bool = False
-    summary_interval: int = 10
+    num_iterations: NonNegativeInt = 1000
+    num_env_steps: NonNegativeInt = 0
+    unroll_length: Count = 8
+    use_rollout_state: Flag = False
+    temporally_independent_train_step: Flag | None = None
+    num_checkpoints: NonNegativeInt = 10
+    keep_checkpoints: Count = 3
+    checkpoint_interval: NonNegativeInt = 0
+    save_checkpoint_for_best_eval: Flag = True
+    evaluate: Flag = False
+    eval_interval: Count = 10
+    num_eval_episodes: Count = 10
+    num_eval_environments: Count = 1
+    epsilon_greedy: Probability = 0.0
+    no_thread_env_for_conf: Flag = False
+    summary_interval: Count = 10
     summaries_flush_secs: int = 1
-    debug_summaries: bool = False
-    summarize_grads_and_vars: bool = False
-    progress_bar: bool = True
-    initial_collect_steps: int = 0
-    num_prenormalization_steps: int = 0
-    num_updates_per_train_iter: int = 4
-    mini_batch_size: int | None = None
-    mini_batch_length: int | None = None
-    whole_replay_buffer_training: bool | None = None
-    trajectory_mini_batches: bool = False
-    clear_replay_buffer: bool | None = None
-    replay_buffer_length: int = 1024
-    priority_replay: bool = False
-    priority_replay_alpha: float = 0.7
-    priority_replay_beta: float = 0.4
-    priority_replay_eps: float = 1e-6
-    checkpoint_replay_buffer: bool = True
-    num_threads: int = 1
-    flush_denormal: bool = True
-    keep_freed_memory: bool = True
+    debug_summaries: Flag = False
+    summarize_grads_and_vars: Flag = False
+    progress_bar: Flag = True
+    initial_collect_steps: NonNegativeInt = 0
+    num_prenormalization_steps: NonNegativeInt = 0
+    num_updates_per_train_iter: Count = 4
+    mini_batch_size: Count | None = None
+    mini_batch_length: Count | None = None
+    whole_replay_buffer_training: Flag | None = None
+    trajectory_mini_batches: Flag = False
+    clear_replay_buffer: Flag | None = None
+    replay_buffer_length: Count = 1024
+    priority_replay: Flag = False
+    priority_replay_alpha: NonNegativeFloat = 0.7
+    priority_replay_beta: NonNegativeFloat = 0.4
+    priority_replay_eps: PositiveFloat = 1e-6
+    checkpoint_replay_buffer: Flag = True
+    num_threads: NonNegativeInt = 1
+    flush_denormal: Flag = True
+    keep_freed_memory: Flag = True
     matmul_precision: str = "highest"
-    max_non_finite_updates_in_a_row: int = 10
+    max_non_finite_updates_in_a_row: Count = 10
     device: str | None = None
     init_from: str | None = None
-    init_from_normalizers: bool = True
-    use_wandb: bool = False
+    init_from_normalizers: Flag = True
+    use_wandb: Flag = False
     wandb_project: str | None = None
     wandb_run_name: str | None = None
     # ALF's fields that alf has no field for: mapped, warned or refused (alf_trainer_fields)
@@ -239,14 +248,6 @@ class TrainerConfig:
 
     def _check(self):
         self._check_types()
-        positive = ["unroll_length", "eval_interval", "summary_interval", "replay_buffer_length"]
-        for name in positive:
-            if getattr(self, name) <= 0:
-                raise ValueError(f"TrainerConfig.{name} must be > 0, got {getattr(self, name)}")
-        for name in ["mini_batch_size", "mini_batch_length"]:
-            value = getattr(self, name)
-            if value is not None and value <= 0:
-                raise ValueError(f"TrainerConfig.{name} must be > 0 or None, got {value}")
         if self.num_iterations <= 0 and self.num_env_steps <= 0:
             raise ValueError(
                 "TrainerConfig needs a stopping rule: num_iterations > 0 or num_env_steps > 0"
@@ -256,60 +257,17 @@ class TrainerConfig:
                 f"TrainerConfig.matmul_precision must be one of {MATMUL_PRECISIONS}, "
                 f"got {self.matmul_precision!r}"
             )
-        if not 0.0 <= self.epsilon_greedy <= 1.0:
-            raise ValueError(
-                f"TrainerConfig.epsilon_greedy must be in [0, 1]: {self.epsilon_greedy}"
-            )
 
     def _check_types(self):
-        """Values of the fields annotated with plain types (``int``, ``float | None``, ...)
-        must have those types; an error names the field, the expected and the given type.
-        A flag (``bool``) set to the integer 0 or 1, as ALF's confs do, becomes False / True."""
+        """Each field's value must be what its annotation accepts, in its range
+        (``alf.configuration.typecheck``, the check of every configured value): an error
+        is one line naming the field, e.g. ``TrainerConfig.unroll_length=8.5: expected an
+        int >= 1, got float``. A flag (``Flag``) set to the integer 0 or 1, as ALF's confs
+        do, becomes False / True."""
+        entry = CLASS_ENTRIES[TrainerConfig]
         for field in dataclasses.fields(self):
-            allowed = _SIMPLE_TYPES.get(str(field.type))
+            hint = typecheck.accepted_hint(entry, field.name)
             value = getattr(self, field.name)
-            if allowed is not None and bool in allowed and _is_zero_or_one(value):
-                value = bool(value)  # ALF's confs write flags as 0 / 1
-                setattr(self, field.name, value)
-            if allowed is None or _has_type(value, allowed):
-                continue
-            expected = " or ".join(t.__name__ if t else "None" for t in allowed)
-            raise TypeError(
-                f"TrainerConfig.{field.name} must be {_article(expected)} {expected}, "
-                f"got {value!r} ({type(value).__name__})"
-            )
-
-
-def _has_type(value, allowed: tuple) -> bool:
-    """Numbers by kind (numpy's too): an integer is also a float; a bool is neither."""
-    if value is None:
-        return None in allowed
-    if isinstance(value, bool) or type(value).__name__ == "bool":  # numpy's bool too
-        return bool in allowed
-    if isinstance(value, numbers.Integral):
-        return int in allowed or float in allowed
-    if isinstance(value, numbers.Real):
-        return float in allowed
-    return str in allowed and isinstance(value, str)
-
-
-def _is_zero_or_one(value) -> bool:
-    """An integer (not a bool) equal to 0 or 1."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value in (0, 1)
-
-
-def _article(name: str) -> str:
-    return "an" if name[0] in "aeiou" else "a"
-
-
-#: annotations of TrainerConfig fields whose values are checked, and the types they allow
-_SIMPLE_TYPES = {
-    "int": (int,),
-    "float": (float,),
-    "bool": (bool,),
-    "str": (str,),
-    "int | None": (int, None),
-    "float | None": (float, None),
-    "bool | None": (bool, None),
-    "str | None": (str, None),
-}
+            typecheck.check_value(f"TrainerConfig.{field.name}", value, hint)
+            if typecheck.is_flag(hint) and not isinstance(value, bool) and value is not None:
+                setattr(self, field.name, bool(value))  # ALF's confs write flags as 0 / 1

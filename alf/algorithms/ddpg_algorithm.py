@@ -45,6 +45,7 @@ is the mean over rows and critics of :math:`|y_t - Q_{\theta_i}(s_t, a_t)|`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import torch
@@ -60,6 +61,7 @@ from alf.algorithms.transitions import (
     check_transition_length,
     flat_rows,
 )
+from alf.configuration.argtypes import Count, Discount, Probability, ScheduledFloat
 from alf.data_structures import AlgStep, Experience, LossInfo, StepType, TimeStep
 from alf.networks.actor_networks import ActorNetwork, action_bounds
 from alf.networks.critic_networks import CriticNetwork, min_over_replicas
@@ -164,21 +166,21 @@ class DdpgAlgorithm(OffPolicyAlgorithm):
         observation_spec,
         action_spec,
         reward_spec=TensorSpec(()),
-        actor_network_ctor=ActorNetwork,
-        critic_network_ctor=CriticNetwork,
-        num_critic_replicas: int = 1,
+        actor_network_ctor: Callable = ActorNetwork,
+        critic_network_ctor: Callable = CriticNetwork,
+        num_critic_replicas: Count = 1,
         env=None,
         config=None,
-        gamma: float | None = None,
-        td_error_loss_fn=None,
-        critic_loss_ctor=None,
-        exploration_noise_std=0.1,
+        gamma: Discount | None = None,
+        td_error_loss_fn: Callable | None = None,
+        critic_loss_ctor: Callable | None = None,
+        exploration_noise_std: ScheduledFloat = 0.1,
         random_initial_collect: bool = True,
         target_policy_noise: float = 0.0,
         target_policy_noise_clip: float = 0.5,
-        actor_update_period: int = 1,
-        target_update_tau: float = 0.005,
-        target_update_period: int = 1,
+        actor_update_period: Count = 1,
+        target_update_tau: Probability = 0.005,
+        target_update_period: Count = 1,
         optimizer=None,
         actor_optimizer=None,
         critic_optimizer=None,

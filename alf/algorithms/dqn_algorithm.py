@@ -42,6 +42,7 @@ on the optimizer spec (``Adam(lr=..., gradient_clipping=10)``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import torch
@@ -53,6 +54,7 @@ from alf.algorithms.actor_critic_loss import element_wise_huber_loss
 from alf.algorithms.off_policy_algorithm import OffPolicyAlgorithm
 from alf.algorithms.td_loss import TDLoss
 from alf.algorithms.transitions import check_sampled_training, flat_rows
+from alf.configuration.argtypes import Count, Discount, Probability, ScheduledFloat
 from alf.data_structures import AlgStep, Experience, LossInfo, StepType, TimeStep
 from alf.networks.q_networks import QNetwork
 from alf.tensor_specs import TensorSpec
@@ -157,18 +159,18 @@ class DqnAlgorithm(OffPolicyAlgorithm):
         observation_spec,
         action_spec,
         reward_spec=TensorSpec(()),
-        q_network_ctor=QNetwork,
+        q_network_ctor: Callable = QNetwork,
         env=None,
         config=None,
-        gamma: float = 0.99,
-        n_step: int = 1,
+        gamma: Discount = 0.99,
+        n_step: Count = 1,
         double_dqn: bool = True,
-        td_error_loss_fn=element_wise_huber_loss,
-        rollout_epsilon_greedy=0.1,
-        epsilon_greedy: float | None = None,
+        td_error_loss_fn: Callable = element_wise_huber_loss,
+        rollout_epsilon_greedy: ScheduledFloat = 0.1,
+        epsilon_greedy: Probability | None = None,
         random_initial_collect: bool = True,
-        target_update_tau: float = 0.05,
-        target_update_period: int = 10,
+        target_update_tau: Probability = 0.05,
+        target_update_period: Count = 10,
         optimizer=None,
         debug_summaries: bool = False,
         name: str = "DqnAlgorithm",

@@ -14,6 +14,8 @@ rule).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 import alf
@@ -21,6 +23,7 @@ import alf.summary
 from alf.algorithms.actor_critic_algorithm import ActorCriticAlgorithm
 from alf.algorithms.learners import EpochLearner
 from alf.algorithms.ppo_loss import PPOLoss
+from alf.configuration.argtypes import Probability
 from alf.data_structures import Experience, LossInfo
 from alf.networks.actor_distribution_networks import ActorDistributionNetwork
 from alf.networks.value_networks import ValueNetwork
@@ -45,17 +48,17 @@ class PPOAlgorithm(ActorCriticAlgorithm):
         observation_spec,
         action_spec,
         reward_spec=TensorSpec(()),
-        actor_network_ctor=ActorDistributionNetwork,
-        value_network_ctor=ValueNetwork,
-        encoding_network_ctor=None,
+        actor_network_ctor: Callable = ActorDistributionNetwork,
+        value_network_ctor: Callable = ValueNetwork,
+        encoding_network_ctor: Callable | None = None,
         env=None,
         config=None,
         loss=None,
-        loss_class=PPOLoss,
+        loss_class: Callable = PPOLoss,
         optimizer=None,
         actor_optimizer=None,
         value_optimizer=None,
-        epsilon_greedy: float | None = None,
+        epsilon_greedy: Probability | None = None,
         target_kl: float | None = None,
         debug_summaries: bool = False,
         name: str = "PPOAlgorithm",

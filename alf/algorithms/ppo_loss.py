@@ -26,6 +26,7 @@ With ``mirror_loss_coeff`` :math:`c_M > 0` and an env ``mirror``,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import torch
@@ -34,6 +35,7 @@ import alf
 import alf.summary
 from alf.algorithms.actor_critic_loss import ActorCriticLoss, element_wise_squared_loss
 from alf.algorithms.mirror_loss import mirror_loss
+from alf.configuration.argtypes import Discount, Probability, ScheduledFloat
 from alf.data_structures import LossInfo, StepType
 from alf.utils.math_ops import explained_variance, masked_mean
 from alf.utils.mirror import Mirror
@@ -78,14 +80,14 @@ class PPOLoss(ActorCriticLoss):
 
     def __init__(
         self,
-        gamma: float = 0.99,
-        td_error_loss_fn=element_wise_squared_loss,
-        td_lambda: float = 0.95,
+        gamma: Discount = 0.99,
+        td_error_loss_fn: Callable = element_wise_squared_loss,
+        td_lambda: Probability = 0.95,
         normalize_advantages: bool = True,
         advantage_clip: float | None = None,
         entropy_regularization: float | None = None,
         td_loss_weight: float = 1.0,
-        importance_ratio_clipping=0.2,
+        importance_ratio_clipping: ScheduledFloat = 0.2,
         value_clipping: float | None = None,
         mirror_loss_coeff: float = 0.0,
         mirror: Mirror | None = None,

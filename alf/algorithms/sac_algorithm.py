@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from typing import NamedTuple
 
 import torch
@@ -63,6 +64,7 @@ from alf.algorithms.transitions import (
     check_transition_length,
     flat_rows,
 )
+from alf.configuration.argtypes import Count, Probability
 from alf.data_structures import AlgStep, Experience, LossInfo, TimeStep
 from alf.networks.actor_distribution_networks import ActorDistributionNetwork
 from alf.networks.critic_networks import CriticNetwork, min_over_replicas
@@ -177,18 +179,18 @@ class SacAlgorithm(OffPolicyAlgorithm):
         observation_spec,
         action_spec,
         reward_spec=TensorSpec(()),
-        actor_network_ctor=SquashedNormalActorNetwork,
-        critic_network_ctor=CriticNetwork,
-        q_network_ctor=QNetwork,
-        num_critic_replicas: int = 2,
+        actor_network_ctor: Callable = SquashedNormalActorNetwork,
+        critic_network_ctor: Callable = CriticNetwork,
+        q_network_ctor: Callable = QNetwork,
+        num_critic_replicas: Count = 2,
         env=None,
         config=None,
-        critic_loss_ctor=OneStepTDLoss,
+        critic_loss_ctor: Callable = OneStepTDLoss,
         target_entropy: float | None = None,
         initial_log_alpha: float = 0.0,
         use_entropy_reward: bool = True,
-        target_update_tau: float = 0.005,
-        target_update_period: int = 1,
+        target_update_tau: Probability = 0.005,
+        target_update_period: Count = 1,
         random_initial_collect: bool = False,
         optimizer=None,
         actor_optimizer=None,

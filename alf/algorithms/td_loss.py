@@ -18,12 +18,14 @@ The loss is ``td_error_loss_fn(y, Q)`` ``[T, B]``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import torch
 
 import alf
 from alf.algorithms.actor_critic_loss import element_wise_squared_loss
+from alf.configuration.argtypes import Discount, Probability
 from alf.data_structures import LossInfo, StepType
 from alf.utils import value_ops
 
@@ -48,9 +50,9 @@ class TDLoss:
 
     def __init__(
         self,
-        gamma: float = 0.99,
-        td_error_loss_fn=element_wise_squared_loss,
-        td_lambda: float = 0.95,
+        gamma: Discount = 0.99,
+        td_error_loss_fn: Callable = element_wise_squared_loss,
+        td_lambda: Probability = 0.95,
         name: str = "TDLoss",
     ):
         self._gamma = gamma
@@ -106,8 +108,8 @@ class OneStepTDLoss(TDLoss):
 
     def __init__(
         self,
-        gamma: float = 0.99,
-        td_error_loss_fn=element_wise_squared_loss,
+        gamma: Discount = 0.99,
+        td_error_loss_fn: Callable = element_wise_squared_loss,
         name: str = "OneStepTDLoss",
     ):
         super().__init__(gamma=gamma, td_error_loss_fn=td_error_loss_fn, td_lambda=0.0, name=name)

@@ -38,7 +38,8 @@ parameters, flags, seed and versions) and ``root_dir/config_files/run.json``
 Training into an existing ``root_dir`` resumes from its newest checkpoint; a root_dir
 holding a run of another algorithm class is refused (``docs/design.md``, section 9).
 Bad input (missing conf, unknown configurable or argument, malformed
-``--conf_param``, unknown env id, a bad ``--init_from`` or ``--from_record``)
+``--conf_param``, a configured value its argument does not accept, e.g.
+``PPOLoss.gamma='high'``, unknown env id, a bad ``--init_from`` or ``--from_record``)
 prints one error line and exits with status 2 before anything in ``root_dir`` is
 written. One trainer at a time per ``root_dir``: a second one exits with status 2 and
 a line naming the directory and the pid of the trainer that holds it

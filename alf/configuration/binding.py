@@ -8,7 +8,7 @@ target appears: a configurable registers, a config is defined or a gin macro is 
 
 from absl import logging
 
-from alf.configuration import scopes
+from alf.configuration import scopes, typecheck
 from alf.configuration.registry import (
     DEFINED,
     IDENTIFIER_RE,
@@ -84,7 +84,14 @@ def config1(config_name, value, mutable=True, raise_if_used=True):
     if entry is None:
         PENDING.append(Pending(config_name, value, mutable, raise_if_used))
         return
-    assign(entry.slot(arg), f"{entry.full_name}.{arg}", value, mutable, raise_if_used)
+    slot = entry.slot(arg)
+    typecheck.check_assigned(entry, _arg_name(entry, slot), value)
+    assign(slot, f"{entry.full_name}.{arg}", value, mutable, raise_if_used)
+
+
+def _arg_name(entry, slot):
+    """The name of ``entry``'s argument whose slot is ``slot`` (ALF's aliases resolved)."""
+    return next(name for name, s in entry.slots.items() if s is slot)
 
 
 def config_scoped(scope, config_name, value, mutable=True):
@@ -108,8 +115,7 @@ def config_scoped(scope, config_name, value, mutable=True):
     entry = find_configurable(prefix)
     if entry is None:
         raise unknown_configurable_error(prefix)
-    target_slot = entry.slot(arg)
-    arg = next(name for name, slot in entry.slots.items() if slot is target_slot)
+    arg = _arg_name(entry, entry.slot(arg))
     slots = scopes.SCOPED.setdefault((scope, entry.full_name), {})
     slot = slots.setdefault(arg, Slot())
     assign(slot, f"{scope}/{entry.full_name}.{arg}", value, mutable, raise_if_used=False)
@@ -227,10 +233,17 @@ def validate_pending_configs():
     Call it once all modules that define configurables have been imported (e.g. after the
     conf file is loaded).
 
+    Then every configured value is checked against what its configurable's signature
+    accepts (``typecheck``: the annotation, or the default's kind, and declared ranges).
+
     Raises:
         ValueError: naming the first unresolved config and suggesting close valid names,
             or naming a configurable name that has become ambiguous, or an unknown gin
-            ``@Name`` reference.
+            ``@Name`` reference; ``typecheck.ConfigRangeError`` (a ``ValueError``) for a
+            number out of its argument's range.
+        TypeError: ``typecheck.ConfigTypeError``, one line naming the value that is not
+            of the kind its argument accepts, e.g. ``PPOLoss.gamma='high': expected a
+            float, got str``.
     """
     for pending in PENDING:
         if "." not in pending.name:
@@ -245,6 +258,7 @@ def validate_pending_configs():
     for slot in _configured_slots():
         if slot.lazy:
             resolve(slot.value, evaluate=False)
+    typecheck.check_configured_values()
 
 
 def _configured_slots():

@@ -16,6 +16,7 @@ from absl import logging
 from alf.configuration.binding import config1
 from alf.configuration.gin_reader import parse_gin
 from alf.configuration.registry import NAME_RE
+from alf.configuration.typecheck import ConfigValueError
 
 CONF_MODULE_PREFIX = "_alf_conf_"
 """Prefix of the module names that Python conf files run as."""
@@ -68,6 +69,8 @@ def _exec_python_conf(path):
         raise  # from a conf file this one imported: it names that file
     except SyntaxError as e:
         raise ConfFileError(f"{e.filename}, line {e.lineno}: SyntaxError: {e.msg}") from e
+    except ConfigValueError as e:  # its message names the value and what was expected
+        raise ConfFileError(f"{path}, line {_line_in(path, e)}: {e}") from e
     except Exception as e:
         raise ConfFileError(f"{path}, line {_line_in(path, e)}: {_one_line(e)}") from e
 

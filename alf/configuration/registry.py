@@ -97,11 +97,14 @@ class Configurable:
         target (Callable): what user code calls: the wrapper function, or the class.
         slots (dict[str, Slot]): one per configurable argument.
         params (list[str]): every argument name of the wrapped function (after ``self``).
+        fn (Callable | None): the wrapped function, whose signature says what each argument
+            accepts (``typecheck``).
     """
 
     def __init__(self, full_name, fn, skip_first, whitelist, blacklist):
         self.full_name = full_name
         self.target = None
+        self.fn = fn
         self.slots = {}
         self.params = []
         self._positions = {}

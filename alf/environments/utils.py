@@ -21,6 +21,7 @@ import inspect
 from collections.abc import Callable
 
 import alf
+from alf.configuration.argtypes import Count, NonNegativeInt, PositiveFloat
 from alf.configuration.registry import lookup_slot
 from alf.environments import suite_gym
 from alf.environments.alf_environment import AlfEnvironment
@@ -77,21 +78,21 @@ def _group_constructors(constructors: list, batch_size_per_env: int) -> list:
 def create_environment(
     env_name: str = "CartPole-v1",
     env_load_fn: Callable = suite_gym.load,
-    num_parallel_environments: int = 1,
+    num_parallel_environments: Count = 1,
     nonparallel: bool = False,
     flatten: bool = True,
     start_serially: bool = True,
-    num_spare_envs: int = 0,
-    torch_num_threads_per_env: int = 1,
+    num_spare_envs: NonNegativeInt = 0,
+    torch_num_threads_per_env: NonNegativeInt = 1,
     parallel_environment_ctor: Callable = FastParallelEnvironment,
     seed: int | None = None,
-    batch_size_per_env: int = 1,
+    batch_size_per_env: Count = 1,
     restart_on_crash: bool = False,
-    step_timeout: float | None = None,
-    max_restarts: int = 10,
-    restart_window: float = 60.0,
+    step_timeout: PositiveFloat | None = None,
+    max_restarts: NonNegativeInt = 10,
+    restart_window: PositiveFloat = 60.0,
     batched_backend: str = "alf",
-    first_env_id: int = 0,
+    first_env_id: NonNegativeInt = 0,
 ) -> AlfEnvironment:
     """Create the batched (torch) training environment.
 

@@ -29,6 +29,7 @@ import torch
 
 import alf
 import alf.nest as nest
+from alf.configuration.argtypes import Count, ScheduledFloat
 from alf.data_structures import BatchInfo, StepType
 from alf.experience_replayers.segment_tree import MinTree, SumTree
 from alf.utils.schedulers import as_scheduler
@@ -65,13 +66,13 @@ class ReplayBuffer:
     def __init__(
         self,
         data_spec,
-        num_environments: int,
-        max_length: int,
-        device="cpu",
+        num_environments: Count,
+        max_length: Count,
+        device: str | torch.device = "cpu",
         name: str = "ReplayBuffer",
         prioritized_sampling: bool = False,
         priority_alpha: float = 0.7,
-        priority_beta=0.4,
+        priority_beta: ScheduledFloat = 0.4,
         priority_eps: float = 1e-6,
         enable_checkpoint: bool = True,
     ):

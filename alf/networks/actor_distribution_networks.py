@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 import alf
@@ -44,14 +46,14 @@ class ActorDistributionNetwork(Network):
         action_spec,
         input_preprocessors=None,
         preprocessing_combiner=None,
-        conv_layer_params=None,
-        fc_layer_params=None,
-        activation=torch.relu_,
-        kernel_initializer=None,
-        use_fc_bn=False,
-        discrete_projection_net_ctor=CategoricalProjectionNetwork,
-        continuous_projection_net_ctor=NormalProjectionNetwork,
-        name="ActorDistributionNetwork",
+        conv_layer_params: tuple[tuple[int, ...], ...] | None = None,
+        fc_layer_params: tuple[int, ...] | None = None,
+        activation: Callable = torch.relu_,
+        kernel_initializer: Callable | None = None,
+        use_fc_bn: bool = False,
+        discrete_projection_net_ctor: Callable = CategoricalProjectionNetwork,
+        continuous_projection_net_ctor: Callable = NormalProjectionNetwork,
+        name: str = "ActorDistributionNetwork",
     ):
         super().__init__(input_tensor_spec, name=name)
         self._action_spec = action_spec

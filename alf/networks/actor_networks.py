@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -61,14 +62,14 @@ class ActorNetwork(EncodingNetwork):
         action_spec,
         input_preprocessors=None,
         preprocessing_combiner=None,
-        conv_layer_params=None,
-        fc_layer_params=None,
-        activation=torch.relu_,
-        kernel_initializer=None,
-        last_kernel_initializer=None,
-        squashing_func=torch.tanh,
-        use_fc_bn=False,
-        name="ActorNetwork",
+        conv_layer_params: tuple[tuple[int, ...], ...] | None = None,
+        fc_layer_params: tuple[int, ...] | None = None,
+        activation: Callable = torch.relu_,
+        kernel_initializer: Callable | None = None,
+        last_kernel_initializer: Callable | None = None,
+        squashing_func: Callable | None = torch.tanh,
+        use_fc_bn: bool = False,
+        name: str = "ActorNetwork",
     ):
         low, high = action_bounds(action_spec, name)
         if last_kernel_initializer is None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 
 import torch
 import torch.nn as nn
@@ -88,13 +89,13 @@ class CriticNetwork(Network):
         input_tensor_spec,
         observation_input_processors=None,
         observation_preprocessing_combiner=None,
-        observation_conv_layer_params=None,
-        observation_fc_layer_params=None,
-        action_fc_layer_params=None,
-        joint_fc_layer_params=(256, 256),
-        activation=torch.relu_,
-        kernel_initializer=None,
-        last_kernel_initializer=None,
+        observation_conv_layer_params: tuple[tuple[int, ...], ...] | None = None,
+        observation_fc_layer_params: tuple[int, ...] | None = None,
+        action_fc_layer_params: tuple[int, ...] | None = None,
+        joint_fc_layer_params: tuple[int, ...] | None = (256, 256),
+        activation: Callable = torch.relu_,
+        kernel_initializer: Callable | None = None,
+        last_kernel_initializer: Callable | None = None,
         output_tensor_spec=_SCALAR_SPEC,
         use_naive_parallel: bool = False,
         num_replicas: int = 1,

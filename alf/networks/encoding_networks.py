@@ -7,12 +7,14 @@ prebuilt layer callables: no nest walks, no spec checks, no ``nn.Sequential``.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import torch
 import torch.nn as nn
 
 import alf
 import alf.nest as nest
+from alf.configuration.argtypes import Count
 from alf.initializers import variance_scaling_init
 from alf.networks.network import LinearOp, Network
 from alf.tensor_specs import TensorSpec, zeros_from_spec
@@ -168,16 +170,16 @@ class EncodingNetwork(Network):
         input_tensor_spec,
         input_preprocessors=None,
         preprocessing_combiner=None,
-        conv_layer_params=None,
-        fc_layer_params=None,
-        activation=torch.relu_,
-        kernel_initializer=None,
-        last_layer_size=None,
-        last_activation=None,
-        last_kernel_initializer=None,
-        last_use_bias=True,
-        use_fc_bn=False,
-        name="EncodingNetwork",
+        conv_layer_params: tuple[tuple[int, ...], ...] | None = None,
+        fc_layer_params: tuple[int, ...] | None = None,
+        activation: Callable = torch.relu_,
+        kernel_initializer: Callable | None = None,
+        last_layer_size: Count | None = None,
+        last_activation: Callable | None = None,
+        last_kernel_initializer: Callable | None = None,
+        last_use_bias: bool = True,
+        use_fc_bn: bool = False,
+        name: str = "EncodingNetwork",
     ):
         super().__init__(input_tensor_spec, name=name)
         self._build_preprocessing(input_preprocessors, preprocessing_combiner)

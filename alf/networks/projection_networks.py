@@ -8,6 +8,7 @@ continuous ones. Distributions are built with torch's argument validation off;
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -64,9 +65,9 @@ class CategoricalProjectionNetwork(Network):
         self,
         input_size,
         action_spec,
-        logits_init_output_factor=0.1,
-        kernel_initializer=None,
-        name="CategoricalProjectionNetwork",
+        logits_init_output_factor: float = 0.1,
+        kernel_initializer: Callable | None = None,
+        name: str = "CategoricalProjectionNetwork",
     ):
         super().__init__(TensorSpec((input_size,)), name=name)
         if not action_spec.is_discrete or not isinstance(action_spec, BoundedTensorSpec):
@@ -146,16 +147,16 @@ class NormalProjectionNetwork(Network):
         self,
         input_size,
         action_spec,
-        activation=math_ops.identity,
-        projection_output_init_gain=0.3,
-        kernel_initializer=None,
-        std_bias_initializer_value=0.0,
-        squash_mean=True,
-        state_dependent_std=False,
-        std_transform=nn.functional.softplus,
-        scale_distribution=False,
+        activation: Callable = math_ops.identity,
+        projection_output_init_gain: float = 0.3,
+        kernel_initializer: Callable | None = None,
+        std_bias_initializer_value: float = 0.0,
+        squash_mean: bool = True,
+        state_dependent_std: bool = False,
+        std_transform: Callable = nn.functional.softplus,
+        scale_distribution: bool = False,
         dist_squashing_transform=None,
-        name="NormalProjectionNetwork",
+        name: str = "NormalProjectionNetwork",
     ):
         super().__init__(TensorSpec((input_size,)), name=name)
         if not action_spec.is_continuous:

@@ -11,6 +11,7 @@ nonzero); ``action_index`` and ``index_action`` convert between the two.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import torch
 
@@ -59,13 +60,13 @@ class QNetwork(EncodingNetwork):
         action_spec,
         input_preprocessors=None,
         preprocessing_combiner=None,
-        conv_layer_params=None,
-        fc_layer_params=None,
-        activation=torch.relu_,
-        kernel_initializer=None,
-        last_kernel_initializer=None,
-        use_fc_bn=False,
-        name="QNetwork",
+        conv_layer_params: tuple[tuple[int, ...], ...] | None = None,
+        fc_layer_params: tuple[int, ...] | None = None,
+        activation: Callable = torch.relu_,
+        kernel_initializer: Callable | None = None,
+        last_kernel_initializer: Callable | None = None,
+        use_fc_bn: bool = False,
+        name: str = "QNetwork",
     ):
         num_actions = _check_action_spec(action_spec, name)
         if last_kernel_initializer is None:

@@ -16,11 +16,15 @@ LSTM/GRU layers (hidden_size) → post_fc_layer_params (+ last layer)``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Literal
+
 import torch
 import torch.nn as nn
 
 import alf
 import alf.nest as nest
+from alf.configuration.argtypes import Count
 from alf.networks.actor_distribution_networks import make_projection_nets
 from alf.networks.encoding_networks import EncodingNetwork
 from alf.networks.network import Network
@@ -58,16 +62,16 @@ class _RecurrentEncodingNetwork(Network):
         input_tensor_spec,
         input_preprocessors=None,
         preprocessing_combiner=None,
-        conv_layer_params=None,
-        pre_fc_layer_params=None,
-        hidden_size=(100,),
-        post_fc_layer_params=None,
-        activation=torch.relu_,
-        kernel_initializer=None,
-        last_layer_size=None,
-        last_activation=None,
-        last_kernel_initializer=None,
-        name=None,
+        conv_layer_params: tuple[tuple[int, ...], ...] | None = None,
+        pre_fc_layer_params: tuple[int, ...] | None = None,
+        hidden_size: int | tuple[int, ...] = (100,),
+        post_fc_layer_params: tuple[int, ...] | None = None,
+        activation: Callable = torch.relu_,
+        kernel_initializer: Callable | None = None,
+        last_layer_size: Count | None = None,
+        last_activation: Callable | None = None,
+        last_kernel_initializer: Callable | None = None,
+        name: str | None = None,
     ):
         name = name or type(self).__name__
         sizes = (hidden_size,) if isinstance(hidden_size, int) else tuple(hidden_size)
@@ -181,16 +185,16 @@ class ActorDistributionRNNNetwork(Network):
         action_spec,
         input_preprocessors=None,
         preprocessing_combiner=None,
-        conv_layer_params=None,
-        actor_fc_layer_params=None,
-        lstm_hidden_size=(100,),
-        actor_output_fc_layer_params=None,
-        activation=torch.relu_,
-        kernel_initializer=None,
-        rnn_type="lstm",
-        discrete_projection_net_ctor=CategoricalProjectionNetwork,
-        continuous_projection_net_ctor=NormalProjectionNetwork,
-        name="ActorDistributionRNNNetwork",
+        conv_layer_params: tuple[tuple[int, ...], ...] | None = None,
+        actor_fc_layer_params: tuple[int, ...] | None = None,
+        lstm_hidden_size: int | tuple[int, ...] = (100,),
+        actor_output_fc_layer_params: tuple[int, ...] | None = None,
+        activation: Callable = torch.relu_,
+        kernel_initializer: Callable | None = None,
+        rnn_type: Literal["lstm", "gru"] = "lstm",
+        discrete_projection_net_ctor: Callable = CategoricalProjectionNetwork,
+        continuous_projection_net_ctor: Callable = NormalProjectionNetwork,
+        name: str = "ActorDistributionRNNNetwork",
     ):
         encoding_net = _encoding_ctor(rnn_type)(
             input_tensor_spec,
@@ -255,15 +259,15 @@ class ValueRNNNetwork(Network):
         output_tensor_spec=_SCALAR_SPEC,
         input_preprocessors=None,
         preprocessing_combiner=None,
-        conv_layer_params=None,
-        value_fc_layer_params=None,
-        lstm_hidden_size=(100,),
-        value_output_fc_layer_params=None,
-        activation=torch.relu_,
-        kernel_initializer=None,
-        last_kernel_initializer=None,
-        rnn_type="lstm",
-        name="ValueRNNNetwork",
+        conv_layer_params: tuple[tuple[int, ...], ...] | None = None,
+        value_fc_layer_params: tuple[int, ...] | None = None,
+        lstm_hidden_size: int | tuple[int, ...] = (100,),
+        value_output_fc_layer_params: tuple[int, ...] | None = None,
+        activation: Callable = torch.relu_,
+        kernel_initializer: Callable | None = None,
+        last_kernel_initializer: Callable | None = None,
+        rnn_type: Literal["lstm", "gru"] = "lstm",
+        name: str = "ValueRNNNetwork",
     ):
         if last_kernel_initializer is None:
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 
 import torch
 
@@ -42,13 +43,13 @@ class ValueNetwork(EncodingNetwork):
         output_tensor_spec=_SCALAR_SPEC,
         input_preprocessors=None,
         preprocessing_combiner=None,
-        conv_layer_params=None,
-        fc_layer_params=None,
-        activation=torch.relu_,
-        kernel_initializer=None,
-        last_kernel_initializer=None,
-        use_fc_bn=False,
-        name="ValueNetwork",
+        conv_layer_params: tuple[tuple[int, ...], ...] | None = None,
+        fc_layer_params: tuple[int, ...] | None = None,
+        activation: Callable = torch.relu_,
+        kernel_initializer: Callable | None = None,
+        last_kernel_initializer: Callable | None = None,
+        use_fc_bn: bool = False,
+        name: str = "ValueNetwork",
     ):
         if last_kernel_initializer is None:
             last_kernel_initializer = functools.partial(torch.nn.init.uniform_, a=-0.03, b=0.03)

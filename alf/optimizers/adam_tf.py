@@ -20,6 +20,12 @@ import math
 import torch
 
 import alf
+from alf.configuration.argtypes import (
+    LearningRate,
+    NonNegativeFloat,
+    PositiveFloat,
+    Probability,
+)
 from alf.optimizers.optimizers import _factory_spec
 
 
@@ -85,12 +91,12 @@ class AdamTFOptimizer(torch.optim.Optimizer):
 
 @alf.configurable
 def AdamTF(  # noqa: N802 (ALF's public name)
-    lr=1e-3,
-    betas=(0.9, 0.999),
-    eps: float = 1e-7,
-    weight_decay: float = 0.0,
+    lr: LearningRate = 1e-3,
+    betas: tuple[Probability, Probability] = (0.9, 0.999),
+    eps: NonNegativeFloat = 1e-7,
+    weight_decay: NonNegativeFloat = 0.0,
     amsgrad: bool = False,
-    gradient_clipping: float | None = None,
+    gradient_clipping: PositiveFloat | None = None,
     clip_by_global_norm: bool = True,
     name: str | None = None,
 ):

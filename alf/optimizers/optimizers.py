@@ -12,6 +12,12 @@ import torch
 from torch.optim import optimizer as _torch_optimizer
 
 import alf
+from alf.configuration.argtypes import (
+    LearningRate,
+    NonNegativeFloat,
+    PositiveFloat,
+    Probability,
+)
 from alf.utils.schedulers import as_scheduler
 
 
@@ -293,12 +299,12 @@ class FusedAdamW(_LeanFusedAdamStep, _NoDynamoImport, torch.optim.AdamW):
 
 @alf.configurable
 def Adam(  # noqa: N802 (ALF's public name)
-    lr=1e-3,
-    betas=(0.9, 0.999),
-    eps: float = 1e-8,
-    weight_decay: float = 0.0,
+    lr: LearningRate = 1e-3,
+    betas: tuple[Probability, Probability] = (0.9, 0.999),
+    eps: NonNegativeFloat = 1e-8,
+    weight_decay: NonNegativeFloat = 0.0,
     amsgrad: bool = False,
-    gradient_clipping: float | None = None,
+    gradient_clipping: PositiveFloat | None = None,
     clip_by_global_norm: bool = True,
     name: str | None = None,
 ) -> OptimizerSpec:
@@ -310,11 +316,11 @@ def Adam(  # noqa: N802 (ALF's public name)
 
 @alf.configurable
 def AdamW(  # noqa: N802
-    lr=1e-3,
-    betas=(0.9, 0.999),
-    eps: float = 1e-8,
-    weight_decay: float = 1e-2,
-    gradient_clipping: float | None = None,
+    lr: LearningRate = 1e-3,
+    betas: tuple[Probability, Probability] = (0.9, 0.999),
+    eps: NonNegativeFloat = 1e-8,
+    weight_decay: NonNegativeFloat = 1e-2,
+    gradient_clipping: PositiveFloat | None = None,
     clip_by_global_norm: bool = True,
     name: str | None = None,
 ) -> OptimizerSpec:
@@ -326,9 +332,9 @@ def AdamW(  # noqa: N802
 
 @alf.configurable
 def SGD(  # noqa: N802
-    lr=1e-2,
-    momentum: float = 0.0,
-    gradient_clipping: float | None = None,
+    lr: LearningRate = 1e-2,
+    momentum: NonNegativeFloat = 0.0,
+    gradient_clipping: PositiveFloat | None = None,
     clip_by_global_norm: bool = True,
     name: str | None = None,
 ) -> OptimizerSpec:

@@ -292,11 +292,11 @@ BAD_TRAIN_INPUTS = {
     "unknown_env": (["--conf_param", "create_environment.env_name='CartPoel-v1'"], "CartPole-v1"),
     "float_for_int": (
         ["--conf_param", "TrainerConfig.unroll_length=8.5"],
-        "TrainerConfig.unroll_length must be an int, got 8.5 (float)",
+        "TrainerConfig.unroll_length=8.5: expected an int, got float",
     ),
     "str_for_int": (
         ["--conf_param", "TrainerConfig.unroll_length='eight'"],
-        "TrainerConfig.unroll_length must be an int, got 'eight' (str)",
+        "TrainerConfig.unroll_length='eight': expected an int, got str",
     ),
     "no_optimizer": (
         ["--conf_param", "PPOAlgorithm.optimizer=None"],
