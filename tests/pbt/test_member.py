@@ -183,6 +183,11 @@ def test_a_population_of_one_trains_exactly_as_without_pbt(tmp_path):
     workspace = Workspace(str(tmp_path / "ws"))
     assert workspace.checkpoint_steps(0) == [256, 384, 512]
     assert workspace.best(0).objective == max(objectives)
+    # descriptions and the best file carry the training iteration (32 env steps each)
+    published = [(e.env_steps, e.iteration) for e in workspace.history(0)]
+    assert published == [(128, 4), (256, 8), (384, 12), (512, 16)]
+    best_steps = records[objectives.index(max(objectives))]["env_steps"]
+    assert os.path.basename(workspace.best(0).path).endswith(f"-it{best_steps // 32}-p000.pt")
 
 
 def _sequential_population(workspace) -> list[dict]:
