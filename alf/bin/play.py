@@ -15,7 +15,7 @@ a line of its own, then their means.
   ffmpeg plugin (``pip install imageio imageio-ffmpeg``); ``.gif`` needs only pillow.
 * ``--use_alf_snapshot``: run with the copy of the ``alf`` package stored in
   ``root_dir/alf`` at training time instead of the installed one (the code that
-  produced the checkpoint), in a fresh Python process.
+  produced the checkpoint), in a fresh Python process; a log line names the snapshot.
 * ``--conf_param 'Name.arg=value'`` / ``--gin_param``: override recorded values.
 * ``--random_seed S``: seed of the environment and of torch (default 0).
 * ``--verbose``: on an error, print its traceback above the one error line.
@@ -95,6 +95,7 @@ def _check_snapshot_import(root_dir: str) -> None:
     snapshot = os.path.realpath(os.path.join(root_dir, "alf"))
     if not os.path.realpath(alf.__file__).startswith(snapshot + os.sep):
         raise SetupError(f"alf was imported from {alf.__file__}, not from the snapshot {snapshot}")
+    logging.info("Using the alf snapshot %s (alf imported from it)", snapshot)
 
 
 # -- experiment ----------------------------------------------------------------------

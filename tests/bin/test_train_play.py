@@ -460,10 +460,13 @@ def test_play_use_alf_snapshot_runs_the_snapshot_code(trained_run, tmp_path):
     code, stdout, stderr = finish(installed)
     assert code == 0, stderr
     assert "SNAPSHOT-PLAY-MARKER" not in stdout
+    assert "alf snapshot" not in stderr
     installed_episodes = played_episodes(stdout)
     code, stdout, stderr = finish(snapshot)
     assert code == 0, stderr
     assert stdout.startswith("SNAPSHOT-PLAY-MARKER\n")
+    used = f"] Using the alf snapshot {os.path.realpath(root_dir / 'alf')} (alf imported from it)"
+    assert len([line for line in stderr.splitlines() if line.endswith(used)]) == 1, stderr
     assert played_episodes(stdout) == installed_episodes
     code, stdout, stderr = finish(bad_step)  # the exit status of the snapshot process
     assert code == 2
