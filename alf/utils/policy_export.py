@@ -188,7 +188,9 @@ def sample_observations(specs: list, batch_size: int, seed: int = 0) -> list[tor
 @contextlib.contextmanager
 def quiet_exporters():
     """For the duration of the block: the ``EXPORTER_LOGGERS`` log only ERROR and above,
-    and warnings are ignored unless an ``alf`` module issues them; both are restored after."""
+    and warnings are ignored unless an ``alf`` module issues them (but for the tracer's
+    ``TracerWarning`` about alf's code: the exported file is checked against the policy
+    anyway); both are restored after."""
     loggers = [logging.getLogger(name) for name in EXPORTER_LOGGERS]
     levels = [logger.level for logger in loggers]
     for logger in loggers:
@@ -197,6 +199,7 @@ def quiet_exporters():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             warnings.filterwarnings("default", module=r"alf(\.|$)")
+            warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
             yield
     finally:
         for logger, level in zip(loggers, levels):

@@ -216,6 +216,8 @@ def test_quiet_exporters_silences_the_libraries_and_keeps_alf_and_errors():
             assert logging.getLogger("alf.x").isEnabledFor(logging.getLogger().level)
             for module in ("torch.utils._pytree", "copyreg", "alf.utils.policy_export"):
                 warnings.warn_explicit("deprecated", FutureWarning, "f.py", 1, module=module)
+            tracer = torch.jit.TracerWarning
+            warnings.warn_explicit("traced", tracer, "f.py", 3, module="alf.utils.dist_utils")
         warnings.warn_explicit("deprecated", FutureWarning, "f.py", 2, module="copyreg")
     assert [w.lineno for w in caught] == [1, 2]  # alf's own inside, anyone's after
     assert [logging.getLogger(n).level for n in policy_export.EXPORTER_LOGGERS] == levels
