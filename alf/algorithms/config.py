@@ -67,7 +67,8 @@ class TrainerConfig:
         summaries_flush_secs: flush tensorboard files every so many seconds.
         debug_summaries: extra (slower) summaries from algorithms.
         summarize_grads_and_vars: gradient and parameter norms per module.
-        progress_bar: terminal progress bar (only when stdout is a terminal).
+        progress_bar: terminal progress bar (only when stdout is a terminal; a log line
+            clears it first and it is redrawn after).
         initial_collect_steps: off-policy: steps per environment collected before
             the first update.
         num_prenormalization_steps: before training starts (not when resuming), step

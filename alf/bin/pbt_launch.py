@@ -22,7 +22,8 @@ their hyperparameters). The conf sets ``PBTConfig`` (``mutation`` at least; see
   (``pip install alf[slurm]``; ``--slurm_partition``, ``--slurm_timeout_min``,
   ``--slurm_cpus_per_task``, ``--slurm_gpus_per_task``).
 * ``--status``: print the population table of ``DIR`` (member, launch status, restarts,
-  env steps, objective, best objective, lineage counts, hyperparameters); run nothing.
+  env steps, objective, best objective, lineage counts, the hyperparameters in force:
+  ``NNN/pbt/hyperparameters.json``); run nothing.
 * ``--stop_timeout S``: after SIGTERM / Ctrl-C (forwarded to the members, which
   checkpoint and exit), the seconds to wait before killing them (default 120).
 

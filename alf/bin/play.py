@@ -11,11 +11,13 @@ one environment in this process. Each episode's return and length is printed on
 a line of its own, then their means.
 
 * ``--record_file out.mp4`` / ``out.gif``: write a video of the episodes (the env
-  is made with ``render_mode='rgb_array'``). ``.mp4`` needs ``imageio`` and its
+  is made with ``render_mode='rgb_array'``; SDL, if the env renders with pygame, uses its
+  headless ``dummy`` drivers in this process unless ``SDL_VIDEODRIVER`` /
+  ``SDL_AUDIODRIVER`` are set). ``.mp4`` needs ``imageio`` and its
   ffmpeg plugin (``pip install imageio imageio-ffmpeg``); ``.gif`` needs only pillow.
 * ``--use_alf_snapshot``: run with the copy of the ``alf`` package stored in
   ``root_dir/alf`` at training time instead of the installed one (the code that
-  produced the checkpoint), in a fresh Python process.
+  produced the checkpoint), in a fresh Python process; a log line names the snapshot.
 * ``--conf_param 'Name.arg=value'`` / ``--gin_param``: override recorded values.
 * ``--random_seed S``: seed of the environment and of torch (default 0).
 * ``--verbose``: on an error, print its traceback above the one error line.
@@ -95,6 +97,7 @@ def _check_snapshot_import(root_dir: str) -> None:
     snapshot = os.path.realpath(os.path.join(root_dir, "alf"))
     if not os.path.realpath(alf.__file__).startswith(snapshot + os.sep):
         raise SetupError(f"alf was imported from {alf.__file__}, not from the snapshot {snapshot}")
+    logging.info("Using the alf snapshot %s (alf imported from it)", snapshot)
 
 
 # -- experiment ----------------------------------------------------------------------
@@ -159,9 +162,19 @@ def load_checkpoint(
     return state
 
 
+#: SDL (pygame's renderer, e.g. of the classic-control envs) picks a display and an audio
+#: device when it starts; rendering to arrays needs neither, and without a desktop session
+#: its probing prints "error: XDG_RUNTIME_DIR is invalid or not set" (and ALSA chatter)
+HEADLESS_SDL = {"SDL_VIDEODRIVER": "dummy", "SDL_AUDIODRIVER": "dummy"}
+
+
 def _render_load_fn():
-    """The configured ``create_environment.env_load_fn``, making envs with rgb_array render."""
+    """The configured ``create_environment.env_load_fn``, making envs with rgb_array render
+    (SDL set headless in this process: ``HEADLESS_SDL``, unless the user set those)."""
     import alf
+
+    for name, value in HEADLESS_SDL.items():
+        os.environ.setdefault(name, value)
 
     env_load_fn = alf.get_config_value("create_environment.env_load_fn")
     return functools.partial(env_load_fn, render_mode="rgb_array")

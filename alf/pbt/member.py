@@ -194,7 +194,7 @@ class PBTMember:
             self._last_boundary = boundary
             start = time.perf_counter()
             try:
-                self._check(env_steps, boundary)
+                self._check(env_steps)
             except OSError as e:  # WorkspaceWriteError too: the run goes on without PBT now
                 logging.error(
                     "PBT member %d: the check at %d env steps failed and is skipped: %s",
@@ -228,11 +228,12 @@ class PBTMember:
         self._summarize(self._start_steps, None)
         self._write_record()
 
-    def _check(self, env_steps: int, boundary: int) -> None:
+    def _check(self, env_steps: int) -> None:
         objective, metric = self._objective()
         state = {"algorithm": self._algorithm.state_dict()}
-        self._workspace.publish(self._idx, env_steps, boundary, objective, self._values, state)
-        self._workspace.record_best(self._idx, objective, boundary, state)
+        iteration = self._trainer.iteration  # training iterations done, as in ckpt-<iteration>
+        self._workspace.publish(self._idx, env_steps, iteration, objective, self._values, state)
+        self._workspace.record_best(self._idx, objective, iteration, state)
         del state
         rng = self._rng(env_steps, "check")
         decision = self._decide(env_steps, objective, rng)

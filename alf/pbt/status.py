@@ -2,17 +2,46 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import math
+import os
 import statistics
 
+from alf.pbt.files import scalar_problem
 from alf.pbt.rule import EXPLOIT, MUTATE_ONLY
 from alf.pbt.workspace import Workspace
+from alf.utils.run_record import PBT_HYPERPARAMETERS
+
+
+def values_in_force(member_dir: str) -> dict | None:
+    """The hyperparameter values member ``member_dir`` trains with now: the ``values`` of
+    its ``pbt/hyperparameters.json`` (``alf.pbt.member`` rewrites it at every change, after
+    publishing the values it had). None when the file is missing or not such a record (a
+    damaged one with one log line)."""
+    path = os.path.join(member_dir, PBT_HYPERPARAMETERS)
+    try:
+        with open(path, encoding="utf-8") as f:
+            values = json.load(f).get("values")
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, AttributeError) as e:
+        logging.warning("PBT status: %s cannot be read (%s); showing the published values", path, e)
+        return None
+    if not isinstance(values, dict) or any(
+        not isinstance(k, str) or scalar_problem(v) for k, v in values.items()
+    ):
+        logging.warning("PBT status: %s holds no valid values; showing the published ones", path)
+        return None
+    return values
 
 
 def population_rows(workspace_dir: str, record: dict | None = None) -> list[dict]:
     """One row per member: ``member``, ``status`` (from the launch record, else ``-``),
     ``env_steps``, ``objective``, ``best``, ``exploits``, ``mutations`` and
-    ``hyperparameters`` (its newest published entry; None where it has none yet)."""
+    ``hyperparameters`` (the values in force: those of its ``pbt/hyperparameters.json``,
+    else those of its newest published entry; the other numbers come from that entry, None
+    where it has none yet)."""
     workspace = Workspace(workspace_dir)
     statuses = {m["policy_idx"]: m for m in (record or {}).get("members", [])}
     lineage = workspace.read_lineage()
@@ -22,6 +51,9 @@ def population_rows(workspace_dir: str, record: dict | None = None) -> list[dict
         best = workspace.best(idx)
         launch = statuses.get(idx, {})
         kinds = [r["kind"] for r in lineage if r["member"] == idx]
+        values = values_in_force(workspace.member_dir(idx))
+        if values is None:
+            values = dict(entry.hyperparameters) if entry else {}
         rows.append(
             {
                 "member": idx,
@@ -32,7 +64,7 @@ def population_rows(workspace_dir: str, record: dict | None = None) -> list[dict
                 "best": best.objective if best else None,
                 "exploits": kinds.count(EXPLOIT),
                 "mutations": kinds.count(MUTATE_ONLY),
-                "hyperparameters": dict(entry.hyperparameters) if entry else {},
+                "hyperparameters": values,
             }
         )
     return rows

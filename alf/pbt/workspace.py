@@ -11,13 +11,14 @@ Layout (``NNN`` is the policy index, zero-padded to 3 digits)::
           history.jsonl          every description it published, one a line
         best/
           best-obj<objective>-it<iteration>-p<NNN>.pt   its best checkpoint so far
+                                                        (at training iteration <iteration>)
 
 A description (``MemberEntry``, format ``FORMAT_VERSION``) holds ``format``,
-``policy_idx``, ``env_steps``, ``iteration``, ``objective`` (a number, or null when
-it is not finite: read back as NaN), ``hyperparameters`` (``{"Name.arg": JSON
-scalar}``), ``checkpoint`` (the file name ``ckpt-<env_steps>.pt``, relative to the
-``pbt/`` folder holding the description), the checkpoint's ``sha256`` and ``time``
-(UTC, ISO 8601).
+``policy_idx``, ``env_steps``, ``iteration`` (the training iterations done, as in the
+trainer's ``ckpt-<iteration>.pt``), ``objective`` (a number, or null when it is not
+finite: read back as NaN), ``hyperparameters`` (``{"Name.arg": JSON scalar}``),
+``checkpoint`` (the file name ``ckpt-<env_steps>.pt``, relative to the ``pbt/`` folder
+holding the description), the checkpoint's ``sha256`` and ``time`` (UTC, ISO 8601).
 
 **Writing** (only the member itself writes its folder): the checkpoint first, then
 ``member.json``, each to a temporary file in the same folder, fsync'ed and renamed,
@@ -296,7 +297,7 @@ class Workspace:
         Args:
             policy_idx: the member's index.
             env_steps: its environment steps (names the checkpoint).
-            iteration: its PBT iteration.
+            iteration: its training iterations done.
             objective: its objective (a non-finite one is recorded as null: unknown).
             hyperparameters: its values by ``Name.arg`` (JSON scalars, finite floats).
             state: a dict of tensors and plain values that ``torch.load(weights_only=True)``

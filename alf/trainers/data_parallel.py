@@ -2,7 +2,8 @@
 
 * **Seeds.** The run has one seed (``TrainerConfig.random_seed``, rank 0's when drawn);
   rank ``r`` seeds its generators and environments with ``rank_seed(seed, r)`` (rank 0
-  with the seed itself, so one rank is the single-process run). The run record lists them.
+  with the seed itself, so one rank is the single-process run). Each rank logs one line
+  with both (``seed_this_rank``); the run record lists them.
 * **Global batch settings.** ``create_environment.num_parallel_environments`` and
   ``TrainerConfig.mini_batch_size`` are the experiment's totals: each rank gets ``1/K`` of
   them, and a total that does not divide by K is an error naming it.
@@ -14,6 +15,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 
 from alf.utils import distributed, seeding
@@ -24,6 +26,31 @@ _RANK_SALT = 104729
 def rank_seed(seed: int, rank: int) -> int:
     """The seed of rank ``rank`` (``seed`` itself for rank 0)."""
     return seed if rank == 0 else seeding.derived_seed(seed, _RANK_SALT, rank)
+
+
+def seed_this_rank(seed: int | None) -> tuple[int, int]:
+    """``(the run's seed, this rank's seed)``: ``seed``, else one drawn (by rank 0 with
+    several ranks, shared with the others), and ``rank_seed`` of it; seeds python, numpy
+    and torch with this rank's and logs one line saying both."""
+    if not distributed.is_active():
+        seed = seeding.set_random_seed(seed)
+        return seed, seed
+    drawn = seed is None
+    run_seed = shared_seed(seeding.draw_seed() if drawn else int(seed))
+    rank = distributed.rank()
+    own = rank_seed(run_seed, rank)
+    seeding.seed_generators(own)
+    logging.info(
+        "Random seed: %d (%s); rank %d of %d seeds with rank_seed(%d, %d) = %d",
+        run_seed,
+        "no random_seed given: drawn by rank 0" if drawn else "given",
+        rank,
+        distributed.world_size(),
+        run_seed,
+        rank,
+        own,
+    )
+    return run_seed, own
 
 
 def shared_seed(seed: int | None) -> int | None:

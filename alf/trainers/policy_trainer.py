@@ -105,11 +105,8 @@ class PolicyTrainer:
         self._root_dir = os.path.abspath(os.path.expanduser(config.root_dir))
         self._device = device_utils.set_device(config.device)
         distributed.init_process_group_from_env(self._device)  # several learner ranks
-        self._seed = data_parallel.shared_seed(seeding.set_random_seed(config.random_seed))
+        self._seed, self._rank_seed = data_parallel.seed_this_rank(config.random_seed)
         config.random_seed = self._seed
-        self._rank_seed = data_parallel.rank_seed(self._seed, distributed.rank())
-        if distributed.is_active():
-            seeding.set_random_seed(self._rank_seed)
         torch_utils.configure_cpu_math(
             config.num_threads, config.flush_denormal, config.matmul_precision
         )
@@ -363,7 +360,7 @@ class PolicyTrainer:
         if rng_state is not None:
             seeding.set_rng_state(rng_state)
         else:  # written by another number of ranks: a fresh stream for this rank
-            seeding.set_random_seed(seeding.derived_seed(self._rank_seed, self._iteration))
+            seeding.seed_generators(seeding.derived_seed(self._rank_seed, self._iteration))
         self._last_progress = self._progress()
         self._restart_environments()
         logging.info("Resumed from iteration %d (%d env steps)", self._iteration, self._env_steps)

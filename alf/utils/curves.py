@@ -7,10 +7,12 @@ Used by ``alf.bin.plot``; plain numpy and tensorboard's event reader, no plottin
   level down).
 * ``read_curve(run_dir, tag, x, source)``: one run's ``(x, y)``. ``source`` is ``eval``,
   ``train`` or ``auto`` (eval's events when they have the tag, else train's, as the grid
-  search's summary does). ``x`` is ``env_steps`` (each iteration's environment steps,
-  from ``train/Metrics/EnvironmentSteps``), ``iteration`` or ``wall_time`` (seconds
-  since the run's first event of that tag). A step written twice (a resumed run redoes
-  the iterations after its checkpoint) keeps its newest value.
+  search's summary does). ``x`` is ``env_steps``, ``iteration`` or ``wall_time`` (seconds
+  since the run's first event of that tag). The env steps of a ``Metrics/<name>`` value
+  are those it was written at under ``Metrics_vs_EnvironmentSteps/<name>``; for other tags
+  they come from ``train/Metrics/EnvironmentSteps`` (written every ``summary_interval``
+  iterations: interpolated between, extrapolated beyond the last). A step written twice
+  (a resumed run redoes the iterations after its checkpoint) keeps its newest value.
 * ``group_runs(runs, pattern)``: runs grouped into curves by a regular expression
   searched in each run's path (its first group, or the whole match, is the curve's
   label); without a pattern, runs whose directory names differ only by a trailing seed
@@ -34,6 +36,9 @@ import numpy as np
 X_AXES = ("env_steps", "iteration", "wall_time")
 SOURCES = ("auto", "eval", "train")
 ENV_STEPS_TAG = "Metrics/EnvironmentSteps"
+METRICS_PREFIX = "Metrics/"
+#: the trainer writes each ``Metrics/<name>`` at its env steps too, under this prefix
+VS_ENV_STEPS_PREFIX = "Metrics_vs_EnvironmentSteps/"
 
 _SEED_SUFFIX = re.compile(r"(?:^|[-_])(?:seed|run|rep|r|s)?[-_=]?\d+$", re.IGNORECASE)
 
@@ -125,9 +130,18 @@ def read_curve(run_dir: str, tag: str, x: str = "env_steps", source: str = "auto
             break
     else:
         raise CurveError(f"{run_dir} has no scalar {tag!r} in {' or '.join(sources)}/")
+    if x == "env_steps" and tag.startswith(METRICS_PREFIX):
+        # the same values, written at their env steps: exact where EnvironmentSteps,
+        # written every summary_interval only, would have to be interpolated
+        twin = _events(
+            os.path.join(run_dir, name), VS_ENV_STEPS_PREFIX + tag[len(METRICS_PREFIX) :]
+        )
+        if twin and len(twin) == len(events):
+            events = twin
+            x = "step"
     steps = np.array([e[0] for e in events], dtype=np.float64)
     y = np.array([e[2] for e in events], dtype=np.float64)
-    if x == "iteration":
+    if x in ("iteration", "step"):
         xs = steps
     elif x == "wall_time":
         wall = np.array([e[1] for e in events], dtype=np.float64)
@@ -139,7 +153,8 @@ def read_curve(run_dir: str, tag: str, x: str = "env_steps", source: str = "auto
 
 def _env_steps_at(run_dir: str, iterations: np.ndarray) -> np.ndarray:
     """The environment steps at ``iterations``, from the train events (interpolated
-    between the iterations that have them)."""
+    between the iterations that have them, extrapolated at the rate of the last two beyond
+    the last)."""
     events = _events(os.path.join(run_dir, "train"), ENV_STEPS_TAG)
     if not events:
         raise CurveError(
@@ -149,7 +164,11 @@ def _env_steps_at(run_dir: str, iterations: np.ndarray) -> np.ndarray:
     known_env = np.array([e[2] for e in events], dtype=np.float64)
     if len(known_steps) == 1:
         return iterations * (known_env[0] / max(known_steps[0], 1.0))
-    return np.interp(iterations, known_steps, known_env)
+    result = np.interp(iterations, known_steps, known_env)
+    beyond = iterations > known_steps[-1]
+    rate = (known_env[-1] - known_env[-2]) / (known_steps[-1] - known_steps[-2])
+    result[beyond] = known_env[-1] + rate * (iterations[beyond] - known_steps[-1])
+    return result
 
 
 def group_key(run_dir: str, pattern: re.Pattern | None) -> str | None:

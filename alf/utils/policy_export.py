@@ -22,9 +22,18 @@ are left out. Everything else is refused with one line (``ExportError``):
 An observation that is a nest (a dict of tensors) becomes one input per leaf, named
 ``observation.<path>`` in ``nest.flatten`` order (``observation`` for a single tensor);
 an action nest one output per leaf, ``action`` / ``action.<path>``.
+
+While ``export`` runs, the exporting libraries' own chatter (their log records below
+ERROR, e.g. ``torchvision is not installed``, and the warnings they issue, e.g. a
+``FutureWarning`` of torch's pytree) is silenced (``quiet_exporters``); alf's messages and
+every error still show.
 """
 
 from __future__ import annotations
+
+import contextlib
+import logging
+import warnings
 
 import numpy as np
 import torch
@@ -50,6 +59,9 @@ from alf.utils.export_formats import (  # noqa: F401 (re-exported)
     ExportError,
     format_of,
 )
+
+#: the loggers of the libraries an export runs (their records below ERROR are silenced)
+EXPORTER_LOGGERS = ("torch", "onnx", "onnx_ir", "onnxscript", "onnxruntime")
 
 #: folded into the exported function (pure functions of the observation)
 OBSERVATION_TRANSFORMERS = (ObservationNormalizer, ImageScaleTransformer)
@@ -173,10 +185,32 @@ def sample_observations(specs: list, batch_size: int, seed: int = 0) -> list[tor
     return result
 
 
+@contextlib.contextmanager
+def quiet_exporters():
+    """For the duration of the block: the ``EXPORTER_LOGGERS`` log only ERROR and above,
+    and warnings are ignored unless an ``alf`` module issues them (but for the tracer's
+    ``TracerWarning`` about alf's code: the exported file is checked against the policy
+    anyway); both are restored after."""
+    loggers = [logging.getLogger(name) for name in EXPORTER_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            warnings.filterwarnings("default", module=r"alf(\.|$)")
+            warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
+            yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
 def export(policy: ExportablePolicy, path: str, fmt: str, example_batch: int = 3) -> None:
-    """Write ``policy`` to ``path`` in the format ``fmt`` (``FORMATS``), batch size free."""
+    """Write ``policy`` to ``path`` in the format ``fmt`` (``FORMATS``), batch size free
+    (the exporters' own chatter silenced: ``quiet_exporters``)."""
     example = tuple(sample_observations(policy.input_specs, example_batch))
-    with torch.no_grad():
+    with torch.no_grad(), quiet_exporters():
         if fmt == "torchscript":
             traced = torch.jit.trace(policy, example, check_trace=False)
             torch.jit.save(traced, path)

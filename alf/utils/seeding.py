@@ -16,15 +16,26 @@ def set_random_seed(seed: int | None) -> int:
         the seed used.
     """
     if seed is None:
-        seed = int(np.random.SeedSequence().entropy % (2**31 - 1))
+        seed = draw_seed()
         logging.info("No random_seed given; using random seed %d", seed)
     else:
         logging.info("Random seed: %d", seed)
     seed = int(seed)
+    seed_generators(seed)
+    return seed
+
+
+def draw_seed() -> int:
+    """A fresh 31-bit seed from the OS's entropy."""
+    return int(np.random.SeedSequence().entropy % (2**31 - 1))
+
+
+def seed_generators(seed: int) -> None:
+    """Seed python, numpy and torch with ``seed`` (logs nothing)."""
+    seed = int(seed)
     random.seed(seed)
     np.random.seed(seed % (2**32))
     torch.manual_seed(seed)
-    return seed
 
 
 def derived_seed(seed: int, *salt: int) -> int:

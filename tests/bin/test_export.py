@@ -9,7 +9,9 @@ random observations, and must give the actions of the acting path (data transfor
 eval mode, then ``predict_step``) to 1e-5 (discrete actions exactly).
 """
 
+import logging
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -30,6 +32,9 @@ RUNS = {
     "image_shared_encoder": ("tiny_ppo_image_shared_conf.py", "TrainerConfig.num_iterations=3"),
 }
 ENV_STEPS = 300  # observations collected from the env per run
+#: the exporting libraries' chatter (torch.onnx's registry, the onnxscript / onnx_ir passes,
+#: torch's pytree FutureWarning): none of it reaches the user
+NOISE = ("torchvision", "Warning", "site-packages", "unused_removal", "constant_folding", "_pass")
 NUM_RANDOM = 500
 
 
@@ -177,6 +182,7 @@ def test_exported_policy_acts_as_the_checkpoint(runs, tmp_path, name, fmt, ext):
     code, stdout, stderr = _export("--root_dir", runs[name], "--output", output, "--verify", 200)
     assert code == 0, stderr[-3000:]
     assert f"to {output}" in stdout and "checked on 200 random observations" in stdout
+    assert not [line for line in stderr.splitlines() if any(n in line for n in NOISE)], stderr
     leaves, expected, algorithm = _reference(runs[name])
     assert len(leaves[0]) == ENV_STEPS + NUM_RANDOM
     _check_file(output, fmt, leaves, expected)
@@ -194,6 +200,28 @@ def test_exported_policy_acts_as_the_checkpoint(runs, tmp_path, name, fmt, ext):
     if name == "image_shared_encoder":  # the file is the whole policy, encoder included
         assert algorithm.encoding_network is not None
         assert set(algorithm.state_dict()) >= {"_encoding_network._conv_layers.0.weight"}
+
+
+def test_quiet_exporters_silences_the_libraries_and_keeps_alf_and_errors():
+    torch_logger = logging.getLogger("torch.onnx._internal.exporter._registration")
+    onnx_logger = logging.getLogger("onnxscript.optimizer._constant_folding")
+    levels = [logging.getLogger(n).level for n in policy_export.EXPORTER_LOGGERS]
+    assert torch_logger.isEnabledFor(logging.WARNING)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with policy_export.quiet_exporters():
+            assert not torch_logger.isEnabledFor(logging.WARNING)
+            assert not onnx_logger.isEnabledFor(logging.WARNING)
+            assert torch_logger.isEnabledFor(logging.ERROR)
+            assert logging.getLogger("alf.x").isEnabledFor(logging.getLogger().level)
+            for module in ("torch.utils._pytree", "copyreg", "alf.utils.policy_export"):
+                warnings.warn_explicit("deprecated", FutureWarning, "f.py", 1, module=module)
+            tracer = torch.jit.TracerWarning
+            warnings.warn_explicit("traced", tracer, "f.py", 3, module="alf.utils.dist_utils")
+        warnings.warn_explicit("deprecated", FutureWarning, "f.py", 2, module="copyreg")
+    assert [w.lineno for w in caught] == [1, 2]  # alf's own inside, anyone's after
+    assert [logging.getLogger(n).level for n in policy_export.EXPORTER_LOGGERS] == levels
+    assert torch_logger.isEnabledFor(logging.WARNING)
 
 
 def test_nested_observations_and_names(tmp_path):

@@ -15,6 +15,7 @@ import time
 import pytest
 
 from alf.pbt.workspace import Workspace
+from alf.utils.run_record import PBT_HYPERPARAMETERS
 from tests.bin.test_train_play import REPO, finish, one_error_line, run, start
 
 TINY_PBT_CONF = os.path.join(REPO, "tests", "confs", "tiny_pbt_conf.py")
@@ -111,7 +112,9 @@ def test_a_killed_member_is_restarted_and_continues_from_its_checkpoint(tmp_path
     for idx, row in enumerate(rows):
         entry = ws.newest_entry(idx, verify=False)
         assert float(row[4]) == float(f"{entry.objective:.4g}")
-        assert f"Adam.lr={entry.hyperparameters['Adam.lr']:.4g}," in row
+        with open(os.path.join(workspace, f"{idx:03d}", PBT_HYPERPARAMETERS)) as f:
+            in_force = json.load(f)["values"]  # may differ from the entry's after a change
+        assert f"Adam.lr={in_force['Adam.lr']:.4g}," in row
     objectives = [ws.newest_entry(i, verify=False).objective for i in range(3)]
     assert lines[4].startswith(f"objective: best {max(objectives):.4g}, median ")
 

@@ -86,6 +86,24 @@ def test_train_source_and_iterations(runs):
     np.testing.assert_allclose(curve.mean, expected.mean(axis=0))
 
 
+def test_the_final_point_is_at_the_last_evaluation_env_steps(tmp_path):
+    """Train summaries every 3 iterations (after iterations 1, 4, 7), evaluations after 4
+    and 8: the last evaluation is at 8 x 32 env steps, past the last EnvironmentSteps."""
+    run = str(tmp_path / "run")
+    args = ["--conf", TINY_CONF, "--root_dir", run, "--nostore_snapshot"]
+    args += ["--conf_param", "TrainerConfig.num_iterations=8"]
+    args += ["--conf_param", "TrainerConfig.summary_interval=3"]
+    code, _, stderr = finish(start("alf.bin.train", *args), timeout=180)
+    assert code == 0, stderr[-3000:]
+    env_steps = _scalars(os.path.join(run, "train"), "Metrics/EnvironmentSteps")
+    assert env_steps == {1: 32, 4: 128, 7: 224}
+    (curve,) = curves.learning_curves([run], TAG)
+    np.testing.assert_array_equal(curve.x, [128.0, 256.0])
+    # a tag without a Metrics_vs_EnvironmentSteps twin: extrapolated past iteration 7
+    (timing,) = curves.learning_curves([run], "time/eval")
+    np.testing.assert_array_equal(timing.x, [128.0, 256.0])
+
+
 def test_group_pattern_makes_one_curve_per_seed(runs):
     result = curves.learning_curves(runs, TAG, group=r"seed(\d)")
     assert [c.label for c in result] == ["1", "2"]

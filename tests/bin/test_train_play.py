@@ -25,6 +25,7 @@ TINY_CONF = os.path.join(REPO, "tests", "confs", "tiny_ppo_conf.py")
 METRICS = ["AverageReturn", "AverageEpisodeLength", "EnvironmentSteps", "NumberOfEpisodes"]
 EPISODE_RE = re.compile(r"^Episode (\d+): return (-?[\d.]+), length (\d+)$", re.M)
 CKPT_RE = re.compile(r"^ckpt-(\d+)\.pt$")
+LOG_LINE_RE = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w.]+\.py:\d+\] ")
 TIMEOUT = 120
 
 
@@ -367,8 +368,10 @@ def played_episodes(stdout):
     return episodes
 
 
-def test_play_prints_episodes_and_records_a_gif(trained_run, tmp_path):
+def test_play_prints_episodes_and_records_a_gif(trained_run, tmp_path, monkeypatch):
     pil_image = pytest.importorskip("PIL.Image")
+    for name in ("XDG_RUNTIME_DIR", "SDL_VIDEODRIVER", "SDL_AUDIODRIVER"):
+        monkeypatch.delenv(name, raising=False)  # no desktop session, as on a server
     gif = tmp_path / "play.gif"
     code, stdout, stderr = run(
         "alf.bin.play",
@@ -382,6 +385,8 @@ def test_play_prints_episodes_and_records_a_gif(trained_run, tmp_path):
         "suite_gym.load.max_episode_steps=20",
     )
     assert code == 0, stderr
+    # nothing but alf's log lines: no "error: XDG_RUNTIME_DIR is invalid" from SDL
+    assert not [line for line in stderr.splitlines() if not LOG_LINE_RE.match(line)], stderr
     episodes = played_episodes(stdout)
     assert len(episodes) == 3
     for _, episode_return, length in episodes:
@@ -460,10 +465,13 @@ def test_play_use_alf_snapshot_runs_the_snapshot_code(trained_run, tmp_path):
     code, stdout, stderr = finish(installed)
     assert code == 0, stderr
     assert "SNAPSHOT-PLAY-MARKER" not in stdout
+    assert "alf snapshot" not in stderr
     installed_episodes = played_episodes(stdout)
     code, stdout, stderr = finish(snapshot)
     assert code == 0, stderr
     assert stdout.startswith("SNAPSHOT-PLAY-MARKER\n")
+    used = f"] Using the alf snapshot {os.path.realpath(root_dir / 'alf')} (alf imported from it)"
+    assert len([line for line in stderr.splitlines() if line.endswith(used)]) == 1, stderr
     assert played_episodes(stdout) == installed_episodes
     code, stdout, stderr = finish(bad_step)  # the exit status of the snapshot process
     assert code == 2

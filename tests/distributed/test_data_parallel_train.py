@@ -79,6 +79,33 @@ def test_rank_zero_alone_writes_and_metrics_count_both_ranks(two_rank_run):
     assert record["rank_seeds"][0] == 1 and record["rank_seeds"][1] != 1
 
 
+SEED_LINE = re.compile(
+    r"Random seed: (\d+) \(no random_seed given: drawn by rank 0\); "
+    r"rank (\d) of 2 seeds with rank_seed\(\1, \2\) = (\d+)$",
+    re.M,
+)
+
+
+def test_each_rank_logs_the_run_seed_and_its_own_in_one_line(tmp_path):
+    root = tmp_path / "run"
+    args = ["--num_processes", "2", "--nostore_snapshot"]
+    args += ["--conf_param", "TrainerConfig.random_seed=None"]
+    code, stdout, stderr = train(root, *args, "--conf_param", "TrainerConfig.num_iterations=2")
+    assert code == 0, stderr[-3000:]
+    log = stdout + stderr
+    assert "No random_seed given" not in log  # rank 0 drew one for the run
+    assert log.count("Random seed:") == 2, log
+    lines = SEED_LINE.findall(log)
+    assert sorted(rank for _, rank, _ in lines) == ["0", "1"], log
+    import json
+
+    record = json.loads((root / "config_files" / "run.json").read_text())
+    seed = record["random_seed"]
+    assert all(int(run_seed) == seed for run_seed, _, _ in lines)
+    assert {int(rank): int(own) for _, rank, own in lines} == dict(enumerate(record["rank_seeds"]))
+    assert record["rank_seeds"][0] == seed != record["rank_seeds"][1]
+
+
 def test_resume_on_two_ranks_matches_the_uninterrupted_run(two_rank_run, tmp_path):
     root, _ = two_rank_run
     resumed = tmp_path / "resumed"

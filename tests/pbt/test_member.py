@@ -19,6 +19,7 @@ import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from alf.pbt.member import HYPERPARAMETERS_FILE
+from alf.pbt.status import population_rows
 from alf.pbt.workspace import Workspace, WorkspaceWriteError
 from tests.bin.test_train_play import event_files
 from tests.pbt.conftest import REPO, make_member, make_trainer, tensors
@@ -69,6 +70,10 @@ def test_an_exploit_copies_the_peer_weights_bit_identically_and_mutates(tmp_path
     assert optimizer_lr(trainer) == (values["Adam.lr"], values["Adam.lr"])
     loss = trainer.algorithm._loss
     assert loss._entropy_regularization == values["PPOLoss.entropy_regularization"]
+    # --status shows the values in force, not those published before the exploit
+    published = Workspace(str(tmp_path)).newest_entry(0, verify=False).hyperparameters
+    assert published["Adam.lr"] == 1e-3
+    assert population_rows(str(tmp_path))[0]["hyperparameters"] == values
 
     # the checkpoint written at the end holds the PBT state; a resumed member applies it
     resumed = make_member(tmp_path, 0, "TrainerConfig.num_iterations=8")
@@ -178,6 +183,11 @@ def test_a_population_of_one_trains_exactly_as_without_pbt(tmp_path):
     workspace = Workspace(str(tmp_path / "ws"))
     assert workspace.checkpoint_steps(0) == [256, 384, 512]
     assert workspace.best(0).objective == max(objectives)
+    # descriptions and the best file carry the training iteration (32 env steps each)
+    published = [(e.env_steps, e.iteration) for e in workspace.history(0)]
+    assert published == [(128, 4), (256, 8), (384, 12), (512, 16)]
+    best_steps = records[objectives.index(max(objectives))]["env_steps"]
+    assert os.path.basename(workspace.best(0).path).endswith(f"-it{best_steps // 32}-p000.pt")
 
 
 def _sequential_population(workspace) -> list[dict]:
