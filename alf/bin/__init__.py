@@ -1,7 +1,8 @@
 """Command-line entry points: ``python -m alf.bin.train`` and ``python -m alf.bin.play``.
 
 Shared here (standard library only, so a CLI can report a bad input before it
-imports torch): ``SetupError``, ``one_line``, ``deferred_logs`` and ``report_error``,
+imports torch): ``SetupError``, ``one_line``, ``deferred_logs``, ``report_error``,
+``refuse_stray_arguments`` and ``flags_parser``,
 which together make a failure print exactly one error line on stderr (and, with
 ``--verbose``, the traceback above it).
 """
@@ -31,6 +32,36 @@ def report_error(program: str, error: BaseException, verbose: bool = False) -> N
     if verbose:
         traceback.print_exception(error, file=sys.stderr)
     print(f"{program}: error: {one_line(error)}", file=sys.stderr)
+
+
+def refuse_stray_arguments(program: str, argv: list[str]) -> bool:
+    """Print one error line and return True when ``argv`` (absl's leftovers: the program,
+    then what no flag took) holds an argument, which would otherwise be dropped without a
+    word (``--conf_param A=1 B=2`` applies ``A`` only)."""
+    if len(argv) <= 1:
+        return False
+    print(
+        f"{program}: error: unexpected argument {argv[1]!r}: no flag takes it (each value "
+        "needs a flag of its own: --conf_param A=1 --conf_param B=2)",
+        file=sys.stderr,
+    )
+    return True
+
+
+def flags_parser(program: str):
+    """absl's ``app.run(..., flags_parser=)``: a flag it does not know or cannot parse is
+    one line, ``program: error: ...``, and exit status 2 (absl's own is two lines and 1)."""
+
+    def parse(argv: list[str]) -> list[str]:
+        from absl import flags
+
+        try:
+            return flags.FLAGS(argv)
+        except flags.Error as e:
+            print(f"{program}: error: {one_line(e)}", file=sys.stderr)
+            sys.exit(2)
+
+    return parse
 
 
 def lock_directory(path: str, what: str = "root_dir", holder: str | None = None):

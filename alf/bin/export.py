@@ -30,7 +30,14 @@ import tempfile
 
 from absl import app, flags
 
-from alf.bin import SetupError, deferred_logs, one_line, report_error
+from alf.bin import (
+    SetupError,
+    deferred_logs,
+    flags_parser,
+    one_line,
+    refuse_stray_arguments,
+    report_error,
+)
 
 FLAGS = flags.FLAGS
 
@@ -179,7 +186,8 @@ def _can_run(fmt: str) -> bool:
 
 def main(argv) -> int:
     """Export (see the module doc); return the exit status."""
-    del argv
+    if refuse_stray_arguments("alf.bin.export", argv):
+        return 2
     from alf.utils.export_formats import ExportError
 
     try:
@@ -206,7 +214,7 @@ def main(argv) -> int:
 def run() -> None:
     """Console entry point."""
     _define_flags()
-    app.run(lambda argv: sys.exit(main(argv)))
+    app.run(lambda argv: sys.exit(main(argv)), flags_parser=flags_parser("alf.bin.export"))
 
 
 if __name__ == "__main__":

@@ -46,7 +46,15 @@ import sys
 
 from absl import app, flags
 
-from alf.bin import SetupError, child_env, deferred_logs, lock_directory, one_line
+from alf.bin import (
+    SetupError,
+    child_env,
+    deferred_logs,
+    flags_parser,
+    lock_directory,
+    one_line,
+    refuse_stray_arguments,
+)
 from alf.utils.grid_search import record as rec
 from alf.utils.grid_search import spec as grid_spec
 
@@ -264,7 +272,8 @@ def _error(message: str) -> None:
 
 def main(argv) -> int:
     """Run the grid search (or ``--status`` / ``--dry_run``); return the exit status."""
-    del argv
+    if refuse_stray_arguments("alf.bin.grid_search", argv):
+        return 2
     if not FLAGS.root_dir:
         _error("--root_dir is required")
         return 2
@@ -287,7 +296,7 @@ def main(argv) -> int:
 def run() -> None:
     """Console entry point."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    app.run(lambda argv: sys.exit(main(argv)))
+    app.run(lambda argv: sys.exit(main(argv)), flags_parser=flags_parser("alf.bin.grid_search"))
 
 
 if __name__ == "__main__":

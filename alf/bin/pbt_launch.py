@@ -47,7 +47,15 @@ import sys
 
 from absl import app, flags
 
-from alf.bin import SetupError, child_env, deferred_logs, lock_directory, one_line
+from alf.bin import (
+    SetupError,
+    child_env,
+    deferred_logs,
+    flags_parser,
+    lock_directory,
+    one_line,
+    refuse_stray_arguments,
+)
 
 flags.DEFINE_string("conf", None, "Conf file (.py or .gin) of every member.")
 flags.DEFINE_string("workspace", None, "The population's folder.")
@@ -301,7 +309,8 @@ def _error(message: str) -> None:
 
 def main(argv) -> int:
     """Launch the population (or print ``--status``); return the exit status."""
-    del argv
+    if refuse_stray_arguments("alf.bin.pbt_launch", argv):
+        return 2
     if not FLAGS.workspace:
         _error("--workspace is required")
         return 2
@@ -324,7 +333,7 @@ def main(argv) -> int:
 def run() -> None:
     """Console entry point."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    app.run(lambda argv: sys.exit(main(argv)))
+    app.run(lambda argv: sys.exit(main(argv)), flags_parser=flags_parser("alf.bin.pbt_launch"))
 
 
 if __name__ == "__main__":

@@ -37,7 +37,14 @@ import tempfile
 
 from absl import app, flags
 
-from alf.bin import SetupError, deferred_logs, one_line, report_error
+from alf.bin import (
+    SetupError,
+    deferred_logs,
+    flags_parser,
+    one_line,
+    refuse_stray_arguments,
+    report_error,
+)
 
 SNAPSHOT_ENV = "ALF_PLAY_SNAPSHOT_ROOT"
 """Set (to the root_dir) in the process started by ``--use_alf_snapshot``; stops recursion."""
@@ -472,7 +479,8 @@ def _play_and_report(env, algorithm) -> None:
 
 def main(argv) -> int:
     """Play (see the module doc); return the exit status."""
-    del argv
+    if refuse_stray_arguments("alf.bin.play", argv):
+        return 2
     try:
         root_dir = _check_flags()
         if FLAGS.use_alf_snapshot and os.environ.get(SNAPSHOT_ENV) != root_dir:
@@ -495,7 +503,7 @@ def main(argv) -> int:
 def run() -> None:
     """Console entry point."""
     _define_flags()
-    app.run(lambda argv: sys.exit(main(argv)))
+    app.run(lambda argv: sys.exit(main(argv)), flags_parser=flags_parser("alf.bin.play"))
 
 
 if __name__ == "__main__":

@@ -63,7 +63,16 @@ import tempfile
 
 from absl import app, flags
 
-from alf.bin import SetupError, deferred_logs, launch_ranks, lock_directory, one_line, report_error
+from alf.bin import (
+    SetupError,
+    deferred_logs,
+    flags_parser,
+    launch_ranks,
+    lock_directory,
+    one_line,
+    refuse_stray_arguments,
+    report_error,
+)
 
 flags.DEFINE_string("conf", None, "Conf file (.py or .gin).")
 flags.DEFINE_string("gin_file", None, "ALF's name of --conf (a .gin or .py conf file).")
@@ -255,7 +264,8 @@ def _record_details(trainer, args: RunArgs) -> dict:
 
 
 def main(argv) -> int:
-    del argv
+    if refuse_stray_arguments("alf.bin.train", argv):
+        return 2
     if not FLAGS.root_dir:
         print("alf.bin.train: error: --root_dir is required", file=sys.stderr)
         return 2
@@ -353,7 +363,7 @@ def _run(trainer, catcher) -> int:
 def run() -> None:
     """Console entry point."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    app.run(lambda argv: sys.exit(main(argv)))
+    app.run(lambda argv: sys.exit(main(argv)), flags_parser=flags_parser("alf.bin.train"))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from tests.bin.test_train_play import (
     TINY_CONF,
     finish,
     one_error_line,
+    run,
     start,
     train,
     tree_hashes,
@@ -107,3 +108,28 @@ def test_a_configured_value_of_the_wrong_kind_is_one_line_and_nothing_is_written
         assert one_error_line(stderr, "train") == f"alf.bin.train: error: {cases[case][3]}"
     assert not (tmp_path / "new_run").exists()
     assert (tree_hashes(tmp_path), sorted(tmp_path.rglob("*"))) == before
+
+
+MODULES = ["train", "play", "export", "grid_search", "pbt_launch"]
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_an_argument_no_flag_takes_is_one_line_and_nothing_is_written(tmp_path, module):
+    """``--conf_param A=1 B=2`` gives ``B=2`` to no flag: refused, never dropped unseen."""
+    root = ("--conf", TINY_CONF, "--root_dir", str(tmp_path / "run")) if module == "train" else ()
+    code, _, stderr = run(f"alf.bin.{module}", *root, "--conf_param", "A=1", "B=2")
+    assert code == 2
+    assert one_error_line(stderr, module) == (
+        f"alf.bin.{module}: error: unexpected argument 'B=2': no flag takes it (each value "
+        "needs a flag of its own: --conf_param A=1 --conf_param B=2)"
+    )
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_an_unknown_or_malformed_flag_is_one_line(module):
+    code, _, stderr = run(f"alf.bin.{module}", "--no_such_flag=1")
+    assert code == 2
+    assert one_error_line(stderr, module) == (
+        f"alf.bin.{module}: error: Unknown command line flag 'no_such_flag'"
+    )
