@@ -31,6 +31,8 @@ class Range:
         self.low_open, self.high_open = low_open, high_open
 
     def __contains__(self, x) -> bool:
+        if x != x:  # NaN is in no range
+            return False
         if self.low is not None and (x <= self.low if self.low_open else x < self.low):
             return False
         return self.high is None or (x < self.high if self.high_open else x <= self.high)
@@ -57,12 +59,14 @@ class ZeroOrOne:
         return "ZeroOrOne()"
 
 
-def _is_number(value) -> bool:
-    return isinstance(value, numbers.Real) and not _is_bool(value)
+def is_number(value) -> bool:
+    """A real number that is not a bool."""
+    return isinstance(value, numbers.Real) and not is_bool(value)
 
 
-def _is_bool(value) -> bool:
-    return isinstance(value, bool) or type(value).__name__ == "bool"  # numpy's bool too
+def is_bool(value) -> bool:
+    """A bool, or numpy's (``numpy.bool`` / ``numpy.bool_``)."""
+    return isinstance(value, bool) or type(value).__name__ in ("bool", "bool_")
 
 
 def _is_schedule(value) -> bool:
@@ -72,7 +76,7 @@ def _is_schedule(value) -> bool:
         isinstance(value, (list, tuple))
         and len(value) > 0
         and all(
-            isinstance(p, (list, tuple)) and len(p) == 2 and all(map(_is_number, p)) for p in value
+            isinstance(p, (list, tuple)) and len(p) == 2 and all(map(is_number, p)) for p in value
         )
     )
 

@@ -116,6 +116,7 @@ def config_scoped(scope, config_name, value, mutable=True):
     if entry is None:
         raise unknown_configurable_error(prefix)
     arg = _arg_name(entry, entry.slot(arg))
+    typecheck.check_assigned(entry, arg, value, prefix=f"{scope}/")
     slots = scopes.SCOPED.setdefault((scope, entry.full_name), {})
     slot = slots.setdefault(arg, Slot())
     assign(slot, f"{scope}/{entry.full_name}.{arg}", value, mutable, raise_if_used=False)
@@ -167,7 +168,15 @@ def apply_pending_to(entry):
     def matches_entry(name):
         return "." in name and matches(entry.full_name, name.rsplit(".", 1)[0])
 
-    apply_pending(matches_entry, lambda name: entry.slots.get(name.rsplit(".", 1)[1]))
+    def slot_checked(name):
+        arg = name.rsplit(".", 1)[1]
+        slot = entry.slots.get(arg)
+        if slot is not None:  # checked as it is bound, before any call can use it
+            value = next(p.value for p in PENDING if p.name == name)
+            typecheck.check_assigned(entry, _arg_name(entry, slot), value)
+        return slot
+
+    apply_pending(matches_entry, slot_checked)
 
 
 def apply_pending_to_name(name):

@@ -38,7 +38,18 @@ import types
 import typing
 
 from alf.configuration import scopes
-from alf.configuration.argtypes import BoolNotText, NumberNotText, Range, ZeroOrOne
+from alf.configuration.argtypes import (
+    BoolNotText,
+    NumberNotText,
+    Range,
+    ZeroOrOne,
+)
+from alf.configuration.argtypes import (
+    is_bool as _is_bool,
+)
+from alf.configuration.argtypes import (
+    is_number as _is_number,
+)
 from alf.configuration.registry import LAZY_TYPES, REGISTRY, contains_lazy, resolve
 
 _NONE_TYPE = type(None)
@@ -149,10 +160,6 @@ def _split_annotated(hint):
     return hint, ()
 
 
-def _is_bool(value) -> bool:
-    return isinstance(value, bool) or type(value).__name__ == "bool"  # numpy's bool too
-
-
 def _accepts_plain(value, hint) -> bool:
     if hint is int:
         return isinstance(value, numbers.Integral) and not _is_bool(value)
@@ -220,10 +227,6 @@ def accepts(value, hint, ranges=True) -> bool:
     if not ok or not ranges or not _is_number(value):
         return ok
     return all(value in m for m in markers if isinstance(m, Range))
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, numbers.Real) and not _is_bool(value)
 
 
 def is_flag(hint) -> bool:
@@ -326,15 +329,20 @@ def check_value(name: str, value, hint) -> None:
         return
     if not accepts(value, hint, ranges=False):
         expected = describe(hint, ranges=False)
-        raise ConfigTypeError(f"{name}={value!r}: expected {expected}, got {type(value).__name__}")
+        got = type(value).__name__
+        if isinstance(value, (list, tuple)) and 0 < len(value) <= 8:  # (int, str): the culprit
+            got = f"{_article(got)} ({', '.join(type(v).__name__ for v in value)})"
+        raise ConfigTypeError(f"{name}={value!r}: expected {expected}, got {got}")
     raise ConfigRangeError(f"{name}={value!r}: expected {describe(hint)}")
 
 
-def check_assigned(entry, arg: str, value) -> None:
+def check_assigned(entry, arg: str, value, prefix: str = "") -> None:
     """Check ``value`` set for ``entry``'s argument ``arg`` as it is set (a value holding a
-    gin reference or macro waits for ``check_configured_values``)."""
+    gin reference or macro waits for ``check_configured_values``); ``prefix`` (a gin
+    scope, ``'train/'``) heads the name in the message."""
     if not contains_lazy(value):
-        check_value(f"{_short(entry.full_name)}.{arg}", value, accepted_hint(entry, arg))
+        name = f"{prefix}{_short(entry.full_name)}.{arg}"
+        check_value(name, value, accepted_hint(entry, arg))
 
 
 def _short(full_name: str) -> str:

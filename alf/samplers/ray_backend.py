@@ -161,7 +161,11 @@ class RayChannel:
         """Shut down the local cluster ``connect`` started and remove its directory
         (idempotent)."""
         if cls._started_cluster:
-            _ray().shutdown(wait_for_processes=True)
+            ray = _ray()
+            try:
+                ray.shutdown(wait_for_processes=True)  # waits for its processes to end
+            except TypeError:  # an older Ray: no such argument
+                ray.shutdown()
             cls._started_cluster = False
             shutil.rmtree(cls._temp_dir, ignore_errors=True)
             cls._temp_dir = None

@@ -431,10 +431,19 @@ class PolicyTrainer:
         return max(fractions)
 
     def _train(self) -> None:
-        cfg = self._config
         progress_bar = ProgressBar(
-            enabled=cfg.progress_bar and sys.stdout.isatty() and distributed.is_main()
+            enabled=self._config.progress_bar and sys.stdout.isatty() and distributed.is_main()
         )
+        try:
+            self._train_loop(progress_bar)
+        finally:  # an error's line then starts on a line of its own
+            progress_bar.close()
+        if self._stop_agreed():
+            logging.warning("Received %s: saving a checkpoint and stopping", self._catcher.caught)
+        self._save_unless_saved()
+
+    def _train_loop(self, progress_bar: ProgressBar) -> None:
+        cfg = self._config
         start_time = time.time()
         start_steps = self._env_steps
         self._stop_everywhere = False
@@ -462,10 +471,6 @@ class PolicyTrainer:
             progress_bar.update(
                 self._progress(), self._iteration, self._env_steps, rate, self._algorithm.metrics
             )
-        progress_bar.close()
-        if self._stop_agreed():
-            logging.warning("Received %s: saving a checkpoint and stopping", self._catcher.caught)
-        self._save_unless_saved()
 
     def _stop_agreed(self) -> bool:
         """A stop signal arrived (with several learner ranks: at any rank, as agreed at the

@@ -173,7 +173,7 @@ CONFIGURED = {
     "flag": ("1", "cfg_typed.flag=1: expected a bool, got int"),
     "layers": (
         "(64, 'x')",
-        "cfg_typed.layers=(64, 'x'): expected a tuple of int or None, got tuple",
+        "cfg_typed.layers=(64, 'x'): expected a tuple of int or None, got a tuple (int, str)",
     ),
     "fn": ("3", "cfg_typed.fn=3: expected a callable or None, got int"),
     "cls": ("int", "cfg_typed.cls=<class 'int'>: expected a subclass of Base, got type"),
@@ -223,22 +223,27 @@ def test_gin_values_references_macros_and_scopes_are_checked():
     with pytest.raises(ConfigTypeError, match=r"^cfg_typed.gamma='high': expected a float"):
         config_util.validate_pending_configs()
     alf.reset_configs()
-    alf.config_util.apply_gin_params(["outer/cfg_typed.num_envs = 0"])
-    with pytest.raises(ConfigRangeError) as error:
-        config_util.validate_pending_configs()
-    assert str(error.value) == "outer/cfg_typed.num_envs=0: expected an int >= 1"
+    with pytest.raises(ValueError) as error:  # a scoped value as it is set, with its line
+        alf.config_util.apply_gin_params(["outer/cfg_typed.num_envs = 0"])
+    assert str(error.value) == (
+        "--gin_param, line 1: outer/cfg_typed.num_envs=0: expected an int >= 1"
+    )
 
 
-def test_a_pending_value_is_checked_at_validation_once_its_configurable_registers():
+def test_a_pending_value_is_checked_when_its_configurable_registers():
+    """Before any call can use it: a conf that defines a configurable and calls it at once
+    never runs it with the bad value."""
     alf.config("later.cfg_typed_later", n="four")  # no such configurable yet: pending
-
-    @alf.configurable("later.cfg_typed_later")
-    def cfg_typed_later(n: int = 1):
-        return n
-
+    calls = []
     with pytest.raises(ConfigTypeError) as error:
-        config_util.validate_pending_configs()
+
+        @alf.configurable("later.cfg_typed_later")
+        def cfg_typed_later(n: int = 1):
+            calls.append(n)
+
+        cfg_typed_later()
     assert str(error.value) == "cfg_typed_later.n='four': expected an int, got str"
+    assert calls == []
 
 
 def test_alf_own_configurables_are_checked_after_their_lazy_import():

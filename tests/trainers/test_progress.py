@@ -5,6 +5,7 @@ after it."""
 from __future__ import annotations
 
 import io
+import itertools
 import logging
 import sys
 import types
@@ -71,9 +72,11 @@ def test_a_log_line_starts_on_its_own_line_and_the_bar_comes_back(terminal, monk
 
 def test_the_bar_redraws_at_most_every_fifth_of_a_second(terminal, monkeypatch):
     monkeypatch.setattr(sys, "stdout", terminal)
+    clock = itertools.chain([100.0], itertools.repeat(100.19))  # drawn at 100.0, then 0.19 s
+    monkeypatch.setattr("alf.trainers.progress.time.time", lambda: next(clock))
     bar = ProgressBar(True, width=10)
     bar.update(0.5, 3, 300, 1000.0, METRICS)
-    bar.update(0.6, 4, 400, 1000.0, METRICS)  # within 0.2 s: not drawn
+    bar.update(0.6, 4, 400, 1000.0, METRICS)  # 0.19 s later: not drawn
     bar.close()
     assert terminal.getvalue().count("\r") == 1
     assert screen(terminal.getvalue())[0].startswith("[#####-----]  50.0% iter 3 ")
