@@ -272,3 +272,11 @@ def test_trainer_config_checks_its_fields_with_the_same_checker():
         TrainerConfig(num_env_steps=1e6)
     assert str(error.value) == "TrainerConfig.num_env_steps=1000000.0: expected an int, got float"
     assert TrainerConfig(evaluate=1).evaluate is True
+
+
+def test_nan_is_in_no_range():
+    nan = float("nan")
+    assert nan not in Range(0) and nan not in Range(high=1) and nan not in Range(0, 1)
+    with pytest.raises(ConfigRangeError) as error:
+        alf.config("cfg_typed", lr=nan)
+    assert str(error.value) == "cfg_typed.lr=nan: expected a float > 0 or a schedule"
