@@ -149,16 +149,19 @@ def config(prefix_or_dict, mutable=True, raise_if_used=True, **kwargs):
         config1(name, value, mutable, raise_if_used)
 
 
-def apply_pending(matches_fn, slot_fn):
+def apply_pending(matches_fn, slot_fn, check_fn=None):
     """Bind the pending values accepted by ``matches_fn(name)`` to ``slot_fn(name)``, in
-    the order they were set; the ones whose slot is None stay pending."""
+    the order they were set, each first checked by ``check_fn(slot, value)`` if given; the
+    ones whose slot is None stay pending."""
     remaining = []
     for pending in PENDING:
         slot = slot_fn(pending.name) if matches_fn(pending.name) else None
         if slot is None:
             remaining.append(pending)
-        else:
-            assign(slot, pending.name, pending.value, pending.mutable, pending.raise_if_used)
+            continue
+        if check_fn is not None:
+            check_fn(slot, pending.value)
+        assign(slot, pending.name, pending.value, pending.mutable, pending.raise_if_used)
     PENDING[:] = remaining
 
 
@@ -168,15 +171,10 @@ def apply_pending_to(entry):
     def matches_entry(name):
         return "." in name and matches(entry.full_name, name.rsplit(".", 1)[0])
 
-    def slot_checked(name):
-        arg = name.rsplit(".", 1)[1]
-        slot = entry.slots.get(arg)
-        if slot is not None:  # checked as it is bound, before any call can use it
-            value = next(p.value for p in PENDING if p.name == name)
-            typecheck.check_assigned(entry, _arg_name(entry, slot), value)
-        return slot
+    def check(slot, value):  # before any call can use it
+        typecheck.check_assigned(entry, _arg_name(entry, slot), value)
 
-    apply_pending(matches_entry, slot_checked)
+    apply_pending(matches_entry, lambda name: entry.slots.get(name.rsplit(".", 1)[1]), check)
 
 
 def apply_pending_to_name(name):
