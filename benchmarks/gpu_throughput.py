@@ -1,0 +1,150 @@
+"""Training throughput on the CPU and on CUDA, measured in turns (A/B).
+
+    python -m benchmarks.gpu_throughput [--devices cpu,cuda] [--repeats 3] [--seconds 4]
+                                        [--budget 300] [--quick] [--json PATH]
+
+Each case builds its example conf's algorithm with ``PolicyTrainer`` on one device, runs
+warm-up iterations (SAC's: past its 100 initial collect steps, so updates are timed), then
+times ``train_iter`` for at least ``--seconds``. The devices alternate within a repetition,
+in reversed order every other one; a repetition that would end past ``--budget`` seconds is
+not begun. Medians and the cuda/cpu ratio are printed and written to ``--json``. Cases: PPO
+CartPole and SAC Pendulum as in their example confs (env steps/s, one torch thread on the
+CPU, alf's default), and two large batches (all CPU cores): PPO with 256 CartPoles and
+minibatches of 4096, SAC with minibatches of 4096 (updates/s). Matrix products are float32
+on both devices (``TrainerConfig.matmul_precision='highest'``: no TF32).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+
+import torch
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLES = os.path.join(REPO, "alf", "examples")
+ALL_CORES = torch.get_num_threads()  # torch's default: one thread per core
+# name: (conf, conf params, warm-up iterations, metric); an iteration's count is its env steps,
+# or 1 for updates/s (SAC: one update per iteration)
+CASES = {
+    "ppo_cartpole": ("ppo_cart_pole_conf.py", [], 3, "env_steps/s"),
+    "sac_pendulum": ("sac_pendulum_conf.py", [], 150, "env_steps/s"),
+    "ppo_cartpole_256envs_batch4096": (
+        "ppo_cart_pole_conf.py",
+        [
+            "create_environment.num_parallel_environments=256",
+            "TrainerConfig.mini_batch_size=4096",
+            f"TrainerConfig.num_threads={ALL_CORES}",
+        ],
+        1,
+        "env_steps/s",
+    ),
+    "sac_pendulum_batch4096": (
+        "sac_pendulum_conf.py",
+        ["TrainerConfig.mini_batch_size=4096", f"TrainerConfig.num_threads={ALL_CORES}"],
+        110,
+        "updates/s",
+    ),
+}
+
+
+def measure(case: str, device: str, seconds: float) -> float:
+    """One measurement of ``case`` on ``device``: its metric's rate."""
+    import alf
+    from alf.algorithms.config import TrainerConfig
+    from alf.trainers.policy_trainer import PolicyTrainer
+    from alf.utils import common
+
+    conf, params, warmup, metric = CASES[case]
+    root_dir = tempfile.mkdtemp(prefix="gpu_throughput_")
+    own = [f"TrainerConfig.root_dir={root_dir!r}", f"TrainerConfig.device={device!r}"]
+    own += ["TrainerConfig.random_seed=0", "TrainerConfig.evaluate=False"]
+    alf.reset_configs()
+    common.parse_conf_file(os.path.join(EXAMPLES, conf), [*own, *params])
+    trainer = PolicyTrainer(TrainerConfig())
+    try:
+        step = trainer.algorithm.train_iter
+        for _ in range(warmup):
+            step()
+        sync = torch.cuda.synchronize if device == "cuda" else lambda: None
+        sync()
+        count, iterations, start = 0, 0, time.perf_counter()
+        while iterations < 2 or time.perf_counter() - start < seconds:
+            steps = step()
+            count, iterations = count + (steps if metric == "env_steps/s" else 1), iterations + 1
+        sync()
+        return count / (time.perf_counter() - start)
+    finally:
+        trainer.close()
+        alf.reset_configs()
+
+
+def run(devices: list[str], repeats: int, seconds: float, cases: list[str], budget: float):
+    """``{case: results}``; a repetition that would end past ``budget`` seconds is not begun."""
+    rates, start = {c: {d: [] for d in devices} for c in cases}, time.perf_counter()
+    for rep in range(repeats):
+        elapsed = time.perf_counter() - start
+        if rep and elapsed * (rep + 1) / rep > budget:
+            print(f"  budget: {rep} of {repeats} repetitions", flush=True)
+            break
+        order = devices if rep % 2 == 0 else devices[::-1]
+        for case in cases:
+            for device in order:
+                rates[case][device].append(measure(case, device, seconds))
+                print(f"  {case} {device} rep {rep}: {rates[case][device][-1]:,.1f}", flush=True)
+    results = {}
+    for case in cases:
+        entry = {"metric": CASES[case][3]}
+        for device in devices:
+            entry[device] = {"median": round(statistics.median(rates[case][device]), 2)}
+            entry[device]["runs"] = [round(r, 1) for r in rates[case][device]]
+        if "cpu" in devices and "cuda" in devices:
+            entry["cuda_over_cpu"] = round(entry["cuda"]["median"] / entry["cpu"]["median"], 3)
+        results[case] = entry
+    return results
+
+
+def table(results: dict, devices: list[str]) -> str:
+    head = f"{'case':34} {'metric':12}" + "".join(f" {d + ' median':>14}" for d in devices)
+    lines = [head + (" cuda/cpu" if "cuda_over_cpu" in next(iter(results.values())) else "")]
+    for case, entry in results.items():
+        line = f"{case:34} {entry['metric']:12}"
+        line += "".join(f" {entry[d]['median']:>14,.1f}" for d in devices)
+        lines.append(line + (f" {entry['cuda_over_cpu']:8.2f}" if "cuda_over_cpu" in entry else ""))
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--devices", default="cpu,cuda", help="comma-separated: cpu, cuda")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=4.0, help="timed per measurement")
+    parser.add_argument("--cases", default=",".join(CASES), help="comma-separated case names")
+    parser.add_argument("--quick", action="store_true", help="1 repeat of 1 s (a smoke test)")
+    parser.add_argument("--budget", type=float, default=300, help="seconds: fewer repeats past it")
+    parser.add_argument("--json", help="write the results here")
+    args = parser.parse_args()
+    devices, cases = args.devices.split(","), args.cases.split(",")
+    bad = [d for d in devices if d not in ("cpu", "cuda")] + [c for c in cases if c not in CASES]
+    if "cuda" in devices and not torch.cuda.is_available():
+        bad.append("cuda (torch sees no CUDA device)")
+    if bad:
+        parser.exit(2, f"gpu_throughput: error: unknown or unavailable: {', '.join(bad)}\n")
+    repeats, seconds = (1, 1.0) if args.quick else (args.repeats, args.seconds)
+    start = time.time()
+    results = run(devices, repeats, seconds, cases, args.budget)
+    print(table(results, devices))
+    done = len(next(iter(results.values()))[devices[0]]["runs"])
+    summary = dict(repeats=done, seconds=seconds, cpu_threads_large=ALL_CORES, cases=results)
+    summary["wall_s"] = round(time.time() - start, 1)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(summary, f, separators=(",", ":"))
+
+
+if __name__ == "__main__":
+    main()
