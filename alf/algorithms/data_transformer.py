@@ -14,7 +14,9 @@ unroll saw are applied to the statistics only when its training iteration ends
 the same statistics at rollout and when its raw steps are replayed in that
 iteration: PPO's importance ratios start at exactly 1, as without a normalizer. In
 replay mode replayed steps are normalized before they update the statistics, for the
-same reason. Nothing
+same reason. An on-policy learner (A2C, PPO) replays nothing: it calls
+``train_on_rollout``, and 'replay' statistics then count the rollout's steps as in
+rollout mode (the steps replayed would be exactly those). Nothing
 updates them while the module is in eval mode (evaluation, ``play``), inside
 ``statistics_frozen`` (the bootstrap row, which is the next unroll's first step)
 — and every transform uses the current statistics. ``prenormalizing`` makes them
@@ -274,6 +276,7 @@ class _StatisticsTransformer(DataTransformer):
             )
         self._update_mode = update_mode
         self._prenormalizing = False
+        self._counts_rollout = update_mode == "rollout"
         self._pending = []
 
     @property
@@ -281,7 +284,12 @@ class _StatisticsTransformer(DataTransformer):
         return self._update_mode
 
     def _needs_replay(self) -> bool:
-        return self._update_mode == "replay"
+        return not self._counts_rollout
+
+    def train_on_rollout(self) -> None:
+        """Nothing will be replayed: count the rollout's steps, whatever the mode (in
+        on-policy training the replayed steps would be exactly these)."""
+        self._counts_rollout = True
 
     def _select(self, time_step: TimeStep):
         raise NotImplementedError
@@ -291,7 +299,7 @@ class _StatisticsTransformer(DataTransformer):
 
     def _counts_at_rollout(self) -> bool:
         """Whether the time steps transformed now are samples of the statistics."""
-        return self.training and (self._prenormalizing or self._update_mode == "rollout")
+        return self.training and (self._prenormalizing or self._counts_rollout)
 
     def _add_samples(self, values) -> None:
         """Merge ``values`` now (prenormalizing) or when the iteration ends (rollout mode)."""
@@ -314,7 +322,7 @@ class _StatisticsTransformer(DataTransformer):
 
     def transform_experience(self, experience):
         time_step = self._normalized(experience.time_step)
-        if self.training and self._update_mode == "replay":
+        if self.training and not self._counts_rollout:
             # after normalizing: replayed steps see the statistics their rollout saw
             self._normalizer.update(self._select(experience.time_step))
         return experience._replace(time_step=time_step)

@@ -71,6 +71,15 @@ class DataTransformer(nn.Module):
     def _needs_replay(self) -> bool:
         return self.reads_replay_buffer
 
+    def train_on_rollout(self) -> None:
+        """Training will use the rollout's transformed steps and never replay them (an
+        on-policy learner says so once, when it is built): a member whose statistics
+        update from replayed steps (``update_mode='replay'``) counts the rollout's steps
+        instead. Members that need replayed experience stay in ``needs_replay``."""
+        for member in self.members:
+            if member is not self:
+                member.train_on_rollout()
+
     def _replay_buffer_of(self, experience: Experience):
         """The ``ReplayBuffer`` in ``experience.batch_info`` (for ``reads_replay_buffer``
         transformers); a ValueError naming this transformer when it is not there."""

@@ -8,7 +8,7 @@ minibatches (optionally prioritized), replayed through the data transformers.
 
 from __future__ import annotations
 
-from alf.algorithms.learners import ReplayLearner
+from alf.algorithms.replay_learner import ReplayLearner
 from alf.algorithms.rl_algorithm import RLAlgorithm
 
 

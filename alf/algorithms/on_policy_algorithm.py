@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from alf.algorithms.learners import OnPolicyLearner
+from alf.algorithms.on_policy_learner import OnPolicyLearner
 from alf.algorithms.rl_algorithm import RLAlgorithm
 
 
@@ -11,7 +11,13 @@ class OnPolicyAlgorithm(RLAlgorithm):
 
     Its learner is the ``OnPolicyLearner``: the unroll ``[T, B]``, transformed at
     rollout, plus the bootstrap row, is preprocessed and used for one update with
-    the bootstrap row and LAST steps masked out.
+    the bootstrap row and LAST steps masked out. (A subclass may name the
+    ``EpochLearner`` instead, as PPO does: epochs of minibatches over the unroll.)
     """
 
     learner_class = OnPolicyLearner
+
+    def stop_training_epochs(self) -> bool:
+        """Whether to end this iteration's remaining minibatch updates now (asked by the
+        ``EpochLearner`` after each update; e.g. PPO's ``target_kl``)."""
+        return False

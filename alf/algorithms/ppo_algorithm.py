@@ -21,7 +21,7 @@ import torch
 import alf
 import alf.summary
 from alf.algorithms.actor_critic_algorithm import ActorCriticAlgorithm
-from alf.algorithms.learners import EpochLearner
+from alf.algorithms.on_policy_learner import EpochLearner
 from alf.algorithms.ppo_loss import PPOLoss
 from alf.configuration.argtypes import Probability
 from alf.data_structures import Experience, LossInfo

@@ -19,7 +19,7 @@ import alf.nest as nest
 import alf.summary
 from alf.algorithms.algorithm import Algorithm, reset_state_if_necessary
 from alf.algorithms.data_transformer_base import DataTransformer, IdentityDataTransformer
-from alf.algorithms.learners import Learner, sample_weights
+from alf.algorithms.learner import Learner, sample_weights
 from alf.algorithms.unroller import AlgorithmPolicy, Unroller
 from alf.data_structures import AlgStep, BatchInfo, Experience, LossInfo, StepType, TimeStep
 from alf.metrics import EpisodeMetrics
@@ -183,10 +183,6 @@ class RLAlgorithm(Algorithm):
 
     def after_train_iter(self, experience: Experience, train_info=None) -> None:
         """Hook at the end of each training iteration."""
-
-    def stop_training_epochs(self) -> bool:
-        """Return True to end this iteration's remaining updates (e.g. PPO KL early stop)."""
-        return False
 
     # -- acting ----------------------------------------------------------------
 

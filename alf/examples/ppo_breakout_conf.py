@@ -98,8 +98,6 @@ alf.config(
     mini_batch_length=1,
     mini_batch_size=256,
     num_updates_per_train_iter=4,
-    # FrameStacker reads the 3 frames before the unroll from the buffer (frame_stacker.py).
-    replay_buffer_length=128 + 3,
     num_env_steps=TOTAL_ENV_STEPS,
     num_iterations=0,
     evaluate=True,

@@ -68,7 +68,6 @@ alf.config(
     mini_batch_length=1,
     mini_batch_size=256,
     num_updates_per_train_iter=20,
-    replay_buffer_length=32,
     num_env_steps=100_000,
     num_iterations=0,
     evaluate=True,

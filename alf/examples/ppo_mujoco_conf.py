@@ -69,7 +69,6 @@ alf.config(
     mini_batch_length=1,
     mini_batch_size=64,
     num_updates_per_train_iter=20,
-    replay_buffer_length=512,
     num_env_steps=1_000_000,
     num_iterations=0,
     evaluate=True,

@@ -59,7 +59,6 @@ alf.config(
     mini_batch_length=1,
     mini_batch_size=64,
     num_updates_per_train_iter=10,
-    replay_buffer_length=1024,
     num_env_steps=200_000,
     num_iterations=0,
     evaluate=True,

@@ -46,7 +46,6 @@ alf.config(
     trajectory_mini_batches=True,
     mini_batch_size=32,
     num_updates_per_train_iter=4,
-    replay_buffer_length=20,
     num_env_steps=40_000,
     num_iterations=0,
     evaluate=True,

@@ -350,7 +350,8 @@ class PolicyTrainer:
         self._adopt_seed(int(state["random_seed"]))
         self._algorithm.load_state_dict(state["algorithm"])
         self._algorithm.metrics.load_state_dict(state["metrics"])
-        if "replay_buffer" in state:
+        if "replay_buffer" in state and self._algorithm.learner.keeps_replay_buffer:
+            # (a learner without one resumes only from an emptied buffer: check_resumable)
             self._algorithm.load_replay_buffer_state(state["replay_buffer"])
         self._iteration = int(state["iteration"])
         self._saved_iteration = self._iteration

@@ -225,7 +225,9 @@ def check_same_algorithm(root_dir: str, state: dict | None, algorithm) -> None:
     The run's algorithm class is the one ``state`` names, else the one its run record
     names (a record without a checkpoint still claims the root_dir); neither naming one
     (older runs) leaves it unknown. A known class other than ``algorithm``'s is refused, and
-    so is a checkpoint holding a replay buffer when ``algorithm``'s learner keeps none.
+    so is a checkpoint holding a replay buffer when ``algorithm``'s learner keeps none,
+    unless the class is known and the buffer empty (PPO's, from before PPO trained without
+    one: it was emptied after every iteration).
     """
     built = run_identity(algorithm)
     held = _held_identity(root_dir, state)
@@ -238,10 +240,20 @@ def check_same_algorithm(root_dir: str, state: dict | None, algorithm) -> None:
         )
     learner = getattr(algorithm, "learner", None)
     if "replay_buffer" in (state or {}) and not getattr(learner, "keeps_replay_buffer", False):
+        if held.get(ALGORITHM_CLASS) is not None and not _holds_steps(state["replay_buffer"]):
+            return  # the same class kept an emptied buffer then (PPO did): nothing is lost
         raise CheckpointError(
             f"root_dir {root_dir} holds a run whose checkpoint keeps a replay buffer; "
             f"this conf builds {what}, which keeps none: {fresh}"
         )
+
+
+def _holds_steps(buffer_state: dict) -> bool:
+    """Whether a checkpointed ``ReplayBuffer.state_dict()`` holds any stored step."""
+    try:
+        return bool((buffer_state["current_pos"] > buffer_state["clear_pos"]).any())
+    except (KeyError, TypeError, RuntimeError):
+        return True
 
 
 def _held_identity(root_dir: str, state: dict | None) -> dict:

@@ -21,6 +21,7 @@ from alf.algorithms.config import TrainerConfig
 from alf.algorithms.data_transformer import (
     FrameStacker,
     HindsightExperienceTransformer,
+    IdentityDataTransformer,
     ImageScaleTransformer,
     ObservationNormalizer,
     RewardClipping,
@@ -477,14 +478,29 @@ class _OnPolicyProbe(OnPolicyAlgorithm, TransformProbe):
     pass
 
 
-def test_on_policy_rejects_replay_only_transformers():
+class _ReadsReplayBuffer(IdentityDataTransformer):
+    reads_replay_buffer = True
+
+
+def test_on_policy_counts_replay_statistics_at_rollout_and_refuses_replay_readers():
+    """An on-policy learner replays nothing: a 'replay' normalizer counts the rollout's
+    steps (once each, the bootstrap row not), and a transformer that reads the replay
+    buffer is refused by name."""
     env = _env(COUNTING)
     try:
-        cfg = TrainerConfig()
+        cfg = TrainerConfig(unroll_length=5)
         cfg.data_transformer = create_data_transformer(
             ObservationNormalizer, env.observation_spec()
         )
-        with pytest.raises(ValueError, match=r"\['ObservationNormalizer'\] only act on replayed"):
+        assert cfg.data_transformer.needs_replay() == ["ObservationNormalizer"]
+        alg = _OnPolicyProbe(env.observation_spec(), env.action_spec(), env=env, config=cfg)
+        assert cfg.data_transformer.needs_replay() == []
+        stats = cfg.data_transformer.normalizer.statistics[0]
+        for iteration in range(1, 3):
+            alg.train_iter()
+            assert int(stats.count) == 5 * 2 * iteration
+        cfg.data_transformer = _ReadsReplayBuffer(env.observation_spec())
+        with pytest.raises(ValueError, match=r"\['_ReadsReplayBuffer'\] only act on replayed"):
             _OnPolicyProbe(env.observation_spec(), env.action_spec(), env=env, config=cfg)
     finally:
         env.close()

@@ -90,6 +90,16 @@ def make_old(root_dir):
     record_path.write_text(json.dumps(record))
 
 
+def add_replay_buffer(root_dir, stored_steps=0):
+    """Give every checkpoint the replay buffer PPO kept before it trained without one: its
+    positions, emptied after every iteration (``stored_steps`` 0), or holding steps."""
+    for path in ckpt_files(root_dir):
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        current = torch.full((4,), 32 * int(state["iteration"]), dtype=torch.int64)
+        state["replay_buffer"] = {"current_pos": current, "clear_pos": current - stored_steps}
+        torch.save(state, path)
+
+
 def refused(root_dir, *args, conf=None):
     """Run ``train``; check exit status 2, one error line and ``root_dir`` unchanged;
     return the line."""
@@ -130,7 +140,7 @@ def test_a2c_into_a_ppo_root_dir_is_refused_before_anything_is_written(runs, tmp
 
 
 def test_ppo_into_an_a2c_root_dir_is_refused(runs, tmp_path):
-    """The other way round: PPO keeps a replay buffer, the A2C checkpoint holds none."""
+    """The other way round."""
     root_dir = copy_run(runs["ac"], tmp_path)
     line = refused(root_dir, conf=TINY_CONF)
     assert line == refusal(
@@ -158,10 +168,11 @@ def test_a_record_without_a_checkpoint_still_claims_the_root_dir(runs, tmp_path)
 
 def test_an_old_run_is_checked_by_its_replay_buffer(runs, tmp_path):
     """A run from before the algorithm was recorded: A2C keeps no replay buffer, so the
-    PPO checkpoint (which holds one) is refused, with the conf given or (the record an
-    A2C conf overwrote, as training A2C into it did) taken from the record."""
+    PPO checkpoint (which then held an emptied one) is refused, with the conf given or (the
+    record an A2C conf overwrote, as training A2C into it did) taken from the record."""
     root_dir = copy_run(runs["ppo"], tmp_path)
     make_old(root_dir)
+    add_replay_buffer(root_dir)
     expected = (
         f"alf.bin.train: error: root_dir {root_dir} holds a run whose checkpoint keeps a "
         "replay buffer; this conf builds ActorCriticAlgorithm (ac_cart_pole_conf.py), which "
@@ -180,6 +191,24 @@ def test_an_old_run_is_checked_by_its_replay_buffer(runs, tmp_path):
     (conf_dir / "run.json").write_text(json.dumps(record))
     assert refused(root_dir) == expected
     assert refused(root_dir, "--from_record", root_dir) == expected
+
+
+@pytest.mark.parametrize("stored_steps", [0, 1])
+def test_a_ppo_run_with_an_emptied_replay_buffer_resumes(runs, tmp_path, stored_steps):
+    """PPO used to keep (and empty) a replay buffer: its checkpoints, which name the class,
+    still resume; a buffer that holds steps is refused, since they would be lost."""
+    root_dir = copy_run(runs["ppo"], tmp_path)
+    add_replay_buffer(root_dir, stored_steps)
+    if stored_steps:
+        assert "keeps a replay buffer; this conf builds PPOAlgorithm" in refused(root_dir)
+        return
+    code, _, stderr = train(
+        root_dir, "--nostore_snapshot", "--conf_param", "TrainerConfig.num_iterations=5", conf=None
+    )
+    assert code == 0, stderr
+    assert "Resumed from iteration 4 (128 env steps)" in stderr
+    state = torch.load(ckpt_files(root_dir)[-1], map_location="cpu", weights_only=True)
+    assert state["iteration"] == 5 and "replay_buffer" not in state
 
 
 def test_an_old_run_still_resumes_and_its_record_learns_the_algorithm(runs, tmp_path):

@@ -21,7 +21,6 @@ alf.config(
     unroll_length=16,
     mini_batch_size=32,
     num_updates_per_train_iter=1,
-    replay_buffer_length=16,
     num_env_steps=0,
     num_iterations=16,
     checkpoint_interval=4,

@@ -40,7 +40,6 @@ alf.config(
     mini_batch_length=1,
     mini_batch_size=16,
     num_updates_per_train_iter=1,
-    replay_buffer_length=16,
     num_iterations=3,
     checkpoint_interval=3,
     evaluate=False,

@@ -17,7 +17,6 @@ alf.config(
     unroll_length=32,
     mini_batch_size=32,
     num_updates_per_train_iter=2,
-    replay_buffer_length=32,
     num_env_steps=0,
     num_iterations=4,
     checkpoint_interval=4,

@@ -100,7 +100,11 @@ def train_twice(algorithm, unroll, on):
     ``(losses, gradients after the first, parameter steps of the first)``."""
     device.set_device(on)
     algorithm.to(on)
-    assert algorithm.learner.raw_experience  # replayed: the learner moves the data
+    if not algorithm.learner.raw_experience:  # on-policy: the actor moved it to the device
+        unroll = unroll._replace(
+            experiences=device.to_device(unroll.experiences, on),
+            bootstrap=device.to_device(unroll.bootstrap, on),
+        )
     losses = recorded_losses(algorithm)
     before = {n: p.detach().cpu().clone() for n, p in algorithm.named_parameters()}
     seeding.seed_generators(1)

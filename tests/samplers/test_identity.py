@@ -16,6 +16,7 @@ import torch
 import alf.nest as nest
 from alf.algorithms.unroller import AlgorithmPolicy, Unroll, Unroller
 from alf.environments.utils import create_environment
+from alf.metrics import EpisodeMetrics
 from alf.samplers import ActorGenerator, actor_seed
 from alf.samplers.server import cat_nests
 from alf.samplers.worker import statistics_transformers
@@ -151,22 +152,31 @@ def test_server_keeps_recurrent_state_per_env(tmp_path):
         assert torch.equal(value, state[name]), name
 
 
-def test_local_inference_two_samplers_update_the_statistics_as_in_process(tmp_path):
+def test_local_inference_two_samplers_update_the_statistics_as_in_process(tmp_path, monkeypatch):
     # ObservationNormalizer in rollout mode: each sampler collects the values of its rows,
     # the learner applies them as one [S*E] update per step, in step order, when the
     # iteration ends: exactly the updates the in-process actor would make from these steps
+    # (the raw time steps, which the learner's episode metrics see step by step)
+    seen = []
+    count_episodes = EpisodeMetrics.__call__
+
+    def recording(metrics, time_step):
+        seen.append(time_step.observation.clone())
+        return count_episodes(metrics, time_step)
+
+    monkeypatch.setattr(EpisodeMetrics, "__call__", recording)
     trainer = build_trainer(TINY_PPO_OBS_NORM, sampler_params(2, "local"), tmp_path / "local")
     try:
         algorithm = trainer.algorithm
-        unrolls = record_unrolls(algorithm)
         (member,) = statistics_transformers(algorithm.data_transformer)
         learner_statistics = member.normalizer.statistics[0]
         expected = RunningMeanVar(learner_statistics.mean.shape)
         for iteration in range(3):
+            seen.clear()
             algorithm.train_iter()
-            observations = unrolls[iteration].time_step.observation  # raw, with bootstrap
-            for t in range(16):
-                expected.update(observations[t])
+            assert len(seen) == 16
+            for observation in seen:
+                expected.update(observation)
             assert int(expected.count) == 32 * (iteration + 1)
             for name in ("mean", "var", "count"):
                 assert torch.equal(getattr(expected, name), getattr(learner_statistics, name))
