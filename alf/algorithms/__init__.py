@@ -9,6 +9,7 @@ torch-free ``alf.algorithms.config``, does not import the others.
 from alf.utils.lazy_exports import lazy_exports
 
 _EXPORTS = {
+    "acting": ("Actor", "ActorCore"),
     "actor_critic_algorithm": ("ActorCriticAlgorithm",),
     "agent": ("Agent",),
     "actor_critic_loss": ("ActorCriticLoss",),
@@ -29,6 +30,7 @@ _EXPORTS = {
     "ddpg_algorithm": ("DdpgAlgorithm", "Td3Algorithm"),
     "dqn_algorithm": ("DqnAlgorithm",),
     "entropy_target_algorithm": ("EntropyTargetAlgorithm",),
+    "factory": ("create_algorithm",),
     "frame_stacker": ("FrameStacker",),
     "hindsight_relabeler": ("HindsightExperienceTransformer", "l2_distance_reward_fn"),
     "learners": ("EpochLearner", "Learner", "OnPolicyLearner", "ReplayLearner"),

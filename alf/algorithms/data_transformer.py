@@ -268,6 +268,8 @@ class _StatisticsTransformer(DataTransformer):
     statistics).
     """
 
+    collects_statistics = True
+
     def __init__(self, observation_spec, update_mode: str, name: str):
         super().__init__(observation_spec)
         if update_mode not in ("rollout", "replay"):
@@ -312,6 +314,16 @@ class _StatisticsTransformer(DataTransformer):
         if self._counts_at_rollout():
             self._add_samples(self._select(time_step))
         return self._normalized(time_step), state
+
+    def take_pending_updates(self) -> list:
+        """The values collected for ``after_train_iter``, taken away (see
+        ``DataTransformer.take_pending_statistics``)."""
+        pending, self._pending = self._pending, []
+        return pending
+
+    def add_pending_updates(self, values: list) -> None:
+        """Values for ``after_train_iter`` to apply after those collected so far."""
+        self._pending.extend(values)
 
     def after_train_iter(self) -> None:
         """Apply the updates of this iteration's unroll, in the order they were seen."""
@@ -464,7 +476,7 @@ class RewardNormalizer(_StatisticsTransformer):
 def prenormalizing(transformer: DataTransformer):
     """Within this context every statistics transformer updates in ``transform_timestep``
     (whatever its ``update_mode``); used to initialize statistics before training."""
-    members = [m for m in transformer.modules() if isinstance(m, _StatisticsTransformer)]
+    members = transformer.statistics_transformers()
     for m in members:
         m._prenormalizing = True
     try:

@@ -41,6 +41,9 @@ class DataTransformer(nn.Module):
 
     #: True for transformers that read the replay buffer in ``transform_experience``.
     reads_replay_buffer = False
+    #: True for transformers with running statistics (``ObservationNormalizer``,
+    #: ``RewardNormalizer``): see ``statistics_transformers``.
+    collects_statistics = False
 
     def __init__(self, transformed_observation_spec, state_spec=()):
         super().__init__()
@@ -106,6 +109,35 @@ class DataTransformer(nn.Module):
         for member in self.members:
             if member is not self:
                 member.after_train_iter()
+
+    # -- statistics collected in one copy, applied in another -----------------------------
+
+    def statistics_transformers(self) -> list[DataTransformer]:
+        """The transformers with running statistics within this one (itself included), in
+        ``modules()`` order: the same order in every copy built from the same conf."""
+        return [
+            m for m in self.modules() if isinstance(m, DataTransformer) and m.collects_statistics
+        ]
+
+    def take_pending_statistics(self) -> list[list]:
+        """Per statistics transformer (``statistics_transformers`` order), the values its
+        rollout steps collected for ``after_train_iter`` to apply, in the order seen;
+        they are taken away (the caller hands them to another copy of these
+        transformers with ``add_pending_statistics``: a remote actor's copy to the
+        learner's)."""
+        return [m.take_pending_updates() for m in self.statistics_transformers()]
+
+    def add_pending_statistics(self, pending: list[list]) -> None:
+        """Hand each statistics transformer values to apply at ``after_train_iter`` after
+        those it collected itself: ``pending`` as ``take_pending_statistics`` returns it."""
+        members = self.statistics_transformers()
+        if len(pending) != len(members):
+            raise ValueError(
+                f"{type(self).__name__}.add_pending_statistics: {len(pending)} lists for "
+                f"{len(members)} statistics transformers"
+            )
+        for member, values in zip(members, pending):
+            member.add_pending_updates(values)
 
 
 def field_paths(observation_spec, fields, who: str) -> list[str]:

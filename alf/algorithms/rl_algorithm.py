@@ -17,6 +17,7 @@ import torch
 
 import alf.nest as nest
 import alf.summary
+from alf.algorithms.acting import Actor
 from alf.algorithms.algorithm import Algorithm, reset_state_if_necessary
 from alf.algorithms.data_transformer_base import DataTransformer, IdentityDataTransformer
 from alf.algorithms.learner import Learner, sample_weights
@@ -120,14 +121,34 @@ class RLAlgorithm(Algorithm):
         return self._env
 
     @property
-    def unroller(self) -> Unroller | None:
-        """The acting loop on the training environment (None without one)."""
+    def unroller(self) -> Actor | None:
+        """The actor on the training environment (None without one): an ``Unroller``, or
+        what ``set_unroller`` gave."""
         return self._unroller
 
-    def set_unroller(self, unroller) -> None:
-        """Act through ``unroller`` instead (an object with the ``Unroller`` interface, e.g.
-        remote samplers' ``alf.samplers.SamplerUnroller``)."""
+    def set_unroller(self, unroller: Actor) -> None:
+        """Act through ``unroller`` instead: another ``Actor`` (``alf/algorithms/acting.py``),
+        e.g. remote samplers' ``SamplerUnroller``.
+
+        Raises:
+            TypeError: ``unroller`` is not an ``Actor``.
+        """
+        if not isinstance(unroller, Actor):
+            raise TypeError(
+                f"{self._name}.set_unroller needs an alf.algorithms.acting.Actor, got "
+                f"{type(unroller).__name__}"
+            )
         self._unroller = unroller
+
+    def actor_context(self) -> dict:
+        """What a copy of this algorithm acting elsewhere (a local-inference sampler's)
+        needs from the learner besides the weights, for one unroll; ``{}`` here. The copy
+        receives it with ``set_actor_context``."""
+        return {}
+
+    def set_actor_context(self, context: dict) -> None:
+        """Act by the learner's ``actor_context()`` (on a policy copy with no learner state
+        of its own); nothing to do here."""
 
     @property
     def learner(self) -> Learner | None:

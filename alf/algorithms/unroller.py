@@ -12,30 +12,40 @@ One step of it is (``docs/design.md``, "The acting loop")::
       -> action to the CPU -> env.step                      -> next time step
       -> episode metrics of the raw time step
 
-The unroller owns the environment, the data-transformer state, the policy state
-and the episode metrics; the policy it acts with is an ``AlgorithmPolicy`` (an
-algorithm's ``rollout_step`` or ``predict_step`` in this process). A training
-iteration asks it for an ``Unroll`` (``unroll_length`` steps of ``Experience``
-plus, when the learner needs it, the bootstrap row) and hands that to the learner
-(``alf/algorithms/learners.py``), which never sees the environment.
+The unroller owns the environment, the episode metrics and an ``ActorCore`` (the
+data-transformer state, the policy state, and the policy step on them:
+``alf/algorithms/acting.py``); the policy it acts with is an ``AlgorithmPolicy`` (an
+algorithm's ``rollout_step`` or ``predict_step`` in this process). It is the in-process
+``Actor``: a training iteration asks it for an ``Unroll`` (``unroll_length`` steps of
+``Experience`` plus, when the learner needs it, the bootstrap row) and hands that to
+the learner (``alf/algorithms/learners.py``), which never sees the environment.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import NamedTuple
 
 import torch
 
-from alf.algorithms.algorithm import reset_state_if_necessary
+from alf.algorithms.acting import (
+    Actor,
+    ActorCore,
+    PolicyStep,
+    Unroll,
+    experience_of,
+    policy_step,
+)
 from alf.algorithms.data_transformer import prenormalizing
-from alf.algorithms.data_transformer_base import DataTransformer, statistics_frozen
-from alf.data_structures import AlgStep, Experience, StepType, TimeStep
+from alf.algorithms.data_transformer_base import DataTransformer
+from alf.data_structures import Experience, TimeStep
 from alf.metrics import EpisodeMetrics
-from alf.tensor_specs import zeros_from_spec
 from alf.utils.device import to_cpu, to_device
 from alf.utils.finite import check_time_step
+
+# ``Unroll``, ``policy_step`` and ``experience_of`` live in ``acting`` (shared with the
+# samplers); importable from here as before
+__all__ = ["AlgorithmPolicy", "Unroll", "Unroller", "experience_of", "policy_step"]
 
 
 class AlgorithmPolicy:
@@ -75,46 +85,11 @@ class AlgorithmPolicy:
         return to_device(self._algorithm.get_initial_predict_state(batch_size))
 
 
-class Unroll(NamedTuple):
-    """What an actor hands the learner for one training iteration.
-
-    Attributes:
-        experiences: one ``Experience`` ``[B, ...]`` per step, in time order
-            (raw time steps on the CPU, or transformed ones on the training device;
-            see ``Unroller.unroll``).
-        bootstrap: the bootstrap row (the current time step, its action not taken),
-            or None when not asked for.
-        policy_version: the version of the weights it was acted with (the training
-            iteration that produced them), when the actor is a remote sampler
-            (``alf.samplers``); the oldest one when its rows come from several samplers.
-    """
-
-    experiences: list
-    bootstrap: Experience | None = None
-    policy_version: int | None = None
-
-    @property
-    def num_env_steps(self) -> int:
-        """Environment steps the unroll took (``len(experiences) * B``)."""
-        if not self.experiences:
-            return 0
-        return len(self.experiences) * int(self.experiences[0].time_step.step_type.shape[0])
-
-
-class _PolicyStep(NamedTuple):
-    """One policy step on a time step, before the environment acts on it."""
-
-    transformed: TimeStep
-    state: object  # the policy state the step was taken from (reset at FIRST)
-    step: AlgStep
-    transform_state: object
-
-
-class Unroller:
+class Unroller(Actor):
     """Runs ``policy`` in the batched environment ``env`` (see the module doc).
 
-    The current time step, policy state and transform state carry over from one
-    call to the next, so consecutive unrolls continue the same episodes.
+    The current time step and the ``ActorCore``'s policy and transform state carry
+    over from one call to the next, so consecutive unrolls continue the same episodes.
 
     Args:
         policy: an ``AlgorithmPolicy`` (or an object with the same interface).
@@ -138,9 +113,7 @@ class Unroller:
         self._metrics = metrics if metrics is not None else EpisodeMetrics(env.batch_size)
         self._transformer = policy.data_transformer
         self._time_step = None
-        self._policy_state = None
-        self._transform_state = None
-        self._initial_state = None
+        self._core = None  # the ActorCore of the episodes since the last reset
         self._env_steps = 0
 
     @property
@@ -174,27 +147,17 @@ class Unroller:
             batch_size = self._env.batch_size
             self._time_step = self._env.reset()
             check_time_step(self._time_step, self._env_steps)
-            self._initial_state = self._policy.initial_state(batch_size)
-            self._policy_state = self._initial_state
-            self._transform_state = zeros_from_spec(self._transformer.state_spec, batch_size)
+            self._core = ActorCore(self._policy, batch_size)
 
-    def _policy_step(self, time_step: TimeStep, policy_state, transform_state) -> _PolicyStep:
-        """Transform ``time_step`` and run the policy on it (no env interaction)."""
-        return policy_step(
-            self._policy, time_step, policy_state, transform_state, self._initial_state
-        )
-
-    def _act(self) -> tuple[TimeStep, _PolicyStep]:
+    def _act(self) -> tuple[TimeStep, PolicyStep]:
         """One step of the loop: the policy, then ``env.step``. Returns the time step
         acted on and its policy step; the unroller moves on to the next time step.
         (The callers record the time step in the metrics.)"""
         time_step = self._time_step
-        taken = self._policy_step(time_step, self._policy_state, self._transform_state)
+        taken = self._core.step(time_step)
         self._time_step = self._env.step(to_cpu(taken.step.output))
         self._env_steps += self._env.batch_size
         check_time_step(self._time_step, self._env_steps)
-        self._policy_state = taken.step.state
-        self._transform_state = taken.transform_state
         return time_step, taken
 
     def unroll(self, num_steps: int, raw: bool = False, bootstrap: bool = False) -> Unroll:
@@ -241,9 +204,7 @@ class Unroller:
             raw: keep the raw time step instead of the transformed one (as ``unroll``).
         """
         self._ensure_started()
-        with statistics_frozen(self._transformer):
-            taken = self._policy_step(self._time_step, self._policy_state, self._transform_state)
-        return experience_of(self._time_step, taken, raw)
+        return self._core.bootstrap(self._time_step, raw)
 
     @torch.inference_mode()
     def prenormalize(self, num_steps: int) -> int:
@@ -293,38 +254,3 @@ class Unroller:
             self._act()
             steps += 1
         return self._metrics
-
-
-def policy_step(
-    policy: AlgorithmPolicy, time_step: TimeStep, policy_state, transform_state, initial_state
-) -> _PolicyStep:
-    """Transform the raw ``time_step`` ``[B, ...]`` with ``policy``'s data transformer, move
-    it to the device, reset the policy state to ``initial_state`` where it is FIRST, and
-    run the policy on it (no env interaction; the remote inference server uses it too)."""
-    transformed, transform_state = policy.data_transformer.transform_timestep(
-        time_step, transform_state
-    )
-    transformed = to_device(transformed)
-    if policy.stateful:
-        policy_state = reset_state_if_necessary(
-            policy_state, initial_state, transformed.step_type == StepType.FIRST
-        )
-    step = policy.step(transformed, policy_state)
-    return _PolicyStep(transformed, policy_state, step, transform_state)
-
-
-def experience_of(time_step: TimeStep, taken: _PolicyStep, raw: bool) -> Experience:
-    """The ``Experience`` of one step: raw (CPU) or transformed (device)."""
-    if raw:
-        return Experience(
-            time_step=time_step,
-            action=to_cpu(taken.step.output),
-            rollout_info=to_cpu(taken.step.info),
-            state=to_cpu(taken.state),
-        )
-    return Experience(
-        time_step=taken.transformed,
-        action=taken.step.output,
-        rollout_info=taken.step.info,
-        state=taken.state,
-    )

@@ -202,8 +202,8 @@ def build_experiment(root_dir: str, conf_params=(), gin_params=(), seed: int = 0
         algorithm (in eval mode) on the configured device.
     """
     from alf.algorithms.config import TrainerConfig
+    from alf.algorithms.factory import create_algorithm
     from alf.environments.utils import create_environment
-    from alf.trainers.policy_trainer import create_algorithm
     from alf.utils import common, device, run_record, seeding, torch_utils
 
     conf, recorded_params, recorded_gin = run_record.read_run_record(root_dir)

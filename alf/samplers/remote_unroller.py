@@ -1,6 +1,6 @@
 """``SamplerUnroller``: the learner's actor when the acting runs in remote samplers.
 
-It has the interface of the in-process ``Unroller`` that ``RLAlgorithm`` uses
+It is an ``Actor`` (``alf/algorithms/acting.py``), as the in-process ``Unroller`` is
 (``unroll``, ``restart``, ``prenormalize``, ``metrics``, ``env``, ``policy``), so
 ``train_iter``, the learners and the trainer are unchanged: each ``unroll`` returns
 the ``Unroll`` of all ``S * E`` envs, rows in sampler order (sampler ``w``'s envs are
@@ -27,19 +27,20 @@ import logging
 
 import alf.nest as nest
 import alf.summary
+from alf.algorithms.acting import Actor, Unroll
 from alf.algorithms.data_transformer import prenormalizing
-from alf.algorithms.unroller import AlgorithmPolicy, Unroll
+from alf.algorithms.unroller import AlgorithmPolicy
 from alf.metrics import EpisodeMetrics
 from alf.samplers.pool import REPLACED
 from alf.samplers.server import InferenceServer, cat_nests
-from alf.samplers.worker import policy_weights, statistics_transformers
+from alf.samplers.worker import policy_weights
 from alf.utils.device import to_device
 from alf.utils.schedulers import get_progress
 
 logger = logging.getLogger(__name__)
 
 
-class SamplerUnroller:
+class SamplerUnroller(Actor):
     """The actor of ``algorithm`` in the samplers of ``pool`` (see the module doc).
 
     Args:
@@ -114,7 +115,7 @@ class SamplerUnroller:
         policy, every statistics transformer updating as it transforms; then restart."""
         self._drain()
         self._server.restart()
-        with self._server.transformer_mode(prenormalizing):
+        with prenormalizing(self._policy.data_transformer):
             _, time_steps = self._server.run(num_steps, keep=False)
         for time_step in time_steps:
             self._metrics(time_step)
@@ -137,11 +138,10 @@ class SamplerUnroller:
         return unroll
 
     def _request(self, w: int, request: dict) -> None:
-        pending = getattr(self._algorithm, "initial_collect_pending", None)
         payload = dict(request, version=self._version)
-        # off-policy algorithms act at random while the learner's buffer fills: the
+        # e.g. off-policy algorithms act at random while the learner's buffer fills: the
         # sampler's copy has no buffer, so it is told (constant over an unroll, as here)
-        payload["initial_collect_pending"] = bool(pending()) if pending else False
+        payload["actor_context"] = self._algorithm.actor_context()
         # schedules in the policy (e.g. DQN's epsilon) follow the learner's progress
         payload["progress"] = tuple(get_progress(k) for k in ("iterations", "env_steps", "percent"))
         if self._pool.versions[w] != self._version:
@@ -198,11 +198,13 @@ class SamplerUnroller:
         else:
             time_steps = _steps(cat_nests([p.raw_time_steps for p in parts], dim=1))
             experiences, boot = to_device(experiences), to_device(boot)
-        members = statistics_transformers(self._algorithm.data_transformer)
-        for i, member in enumerate(members):
+        pending = []
+        for i in range(len(parts[0].statistics)):
+            values = []
             if parts[0].statistics[i] is not None:
-                values = cat_nests([p.statistics[i] for p in parts], dim=1)
-                member._pending.extend(to_device(_steps(values)))
+                values = to_device(_steps(cat_nests([p.statistics[i] for p in parts], dim=1)))
+            pending.append(values)
+        self._algorithm.data_transformer.add_pending_statistics(pending)
         version = min(p.version for p in parts)
         if alf.summary.should_record_summaries():
             alf.summary.scalar("samplers/policy_lag", float(self._version - version))

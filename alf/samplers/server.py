@@ -14,26 +14,27 @@ then answers each sampler of the batch with its rows' actions. A slow, silent or
 sampler therefore delays the others by at most ``batch_timeout`` per step (a dead one
 not at all: it is replaced, and its fragment of the unroll is redone from a reset).
 
-A full batch is exactly the in-process ``Unroller``'s step on ``S * E`` envs (the same
-rows in the same order, drawing from the learner's global random stream like the
-in-process actor), so with full batches the unroll, the statistics the data
-transformers collect and the random stream are bit-identical to the in-process run.
-A partial batch draws the same distributions in another order.
+The per-env state and the policy step are the in-process ``Unroller``'s own: the server
+keeps one ``ActorCore`` (``alf/algorithms/acting.py``) over the ``S * E`` rows and steps
+the rows of each batch with it (all rows at once when the batch is full); the bootstrap
+row is ``ActorCore.bootstrap``, as in-process. A full batch is therefore exactly the
+in-process ``Unroller``'s step on ``S * E`` envs (the same rows in the same order, drawing
+from the learner's global random stream like the in-process actor), so with full batches
+the unroll, the statistics the data transformers collect and the random stream are
+bit-identical to the in-process run. A partial batch draws the same distributions in
+another order.
 """
 
 from __future__ import annotations
 
-import contextlib
 import time
 
 import torch
 
 import alf.nest as nest
-from alf.algorithms.data_transformer_base import statistics_frozen
-from alf.algorithms.unroller import experience_of, policy_step
+from alf.algorithms.acting import ActorCore, experience_of
 from alf.samplers.pool import REPLACED
-from alf.tensor_specs import zeros_from_spec
-from alf.utils.device import to_cpu, to_device
+from alf.utils.device import to_cpu
 from alf.utils.finite import check_time_step
 
 
@@ -65,7 +66,7 @@ class InferenceServer:
         self._max_rows = max_batch_size or pool.num_samplers * pool.num_envs
         self._batch_timeout = batch_timeout
         self._time_steps = [None] * pool.num_samplers
-        self._states = None  # (initial policy state, policy state, transform state) [S*E]
+        self._core = None  # the ActorCore of the S*E rows since the last restart
         self._env_steps = 0
         #: (time, sampler indices) of the last batches run (for tests and benchmarks)
         self.batch_log = []
@@ -73,22 +74,11 @@ class InferenceServer:
     def restart(self) -> None:
         """Start new episodes at the next step (every sampler is reset first)."""
         self._time_steps = [None] * self._pool.num_samplers
-        self._states = None
+        self._core = None
 
-    def _ensure_states(self) -> None:
-        if self._states is None:
-            size = self._pool.num_samplers * self._num_envs
-            initial = self._policy.initial_state(size)
-            transform = zeros_from_spec(self._policy.data_transformer.state_spec, size)
-            self._states = [initial, initial, transform]
-
-    def _reset_rows(self, w: int) -> None:
-        """A replaced sampler's rows start again from the initial states."""
-        initial, policy_state, transform = self._states
-        rows = slice(w * self._num_envs, (w + 1) * self._num_envs)
-        zeros = zeros_from_spec(self._policy.data_transformer.state_spec, self._num_envs)
-        self._states[1] = _assign_rows(policy_state, rows, _rows(initial, rows.start, rows.stop))
-        self._states[2] = _assign_rows(transform, rows, zeros)
+    def _ensure_core(self) -> None:
+        if self._core is None:
+            self._core = ActorCore(self._policy, self._pool.num_samplers * self._num_envs)
 
     @torch.inference_mode()
     def run(self, num_steps: int, raw: bool = False, keep: bool = True):
@@ -103,7 +93,7 @@ class InferenceServer:
             ``(experiences, raw_time_steps)``: per step, the ``Experience`` (an empty list
             unless ``keep``) and the raw time step of all ``S * E`` rows in sampler order.
         """
-        self._ensure_states()
+        self._ensure_core()
         run = _Run(self._pool.num_samplers, num_steps)
         for w, time_step in enumerate(self._time_steps):
             if time_step is None:
@@ -138,8 +128,8 @@ class InferenceServer:
             timeout = max(0.0, run.first_arrival + self._batch_timeout - time.monotonic())
         for w, reply in self._pool.wait(sorted(run.waiting), timeout):
             run.waiting.discard(w)
-            if reply is REPLACED:
-                self._reset_rows(w)
+            if reply is REPLACED:  # its rows start again from the initial states
+                self._core.reset_rows(slice(w * self._num_envs, (w + 1) * self._num_envs))
                 run.restart(w)
                 self._pool.send(w, "reset")
                 run.waiting.add(w)
@@ -152,47 +142,27 @@ class InferenceServer:
     def _act(self, run, batch: list[int], raw: bool, keep: bool) -> None:
         """One policy step on the rows of the samplers ``batch``; answer each."""
         size = self._num_envs
-        rows = torch.cat([torch.arange(w * size, (w + 1) * size) for w in batch])
-        initial, policy_state, transform = self._states
-        device_rows = to_device(rows)
+        rows = None  # a full batch: all rows in order, as in-process
+        if batch != list(range(self._pool.num_samplers)):
+            rows = torch.cat([torch.arange(w * size, (w + 1) * size) for w in batch])
         time_step = cat_nests([self._time_steps[w] for w in batch])
-        taken = policy_step(
-            self._policy,
-            time_step,
-            _take(policy_state, device_rows),
-            _take(transform, rows),
-            _take(initial, device_rows),
-        )
-        self._states[1] = _assign_rows(policy_state, device_rows, taken.step.state)
-        self._states[2] = _assign_rows(transform, rows, taken.transform_state)
+        taken = self._core.step(time_step, rows)
         action = to_cpu(taken.step.output)
+        experience = experience_of(time_step, taken, raw) if keep else None
         self.batch_log = self.batch_log[-999:] + [(time.monotonic(), tuple(batch))]
         for i, w in enumerate(batch):
             start, stop = i * size, (i + 1) * size
-            experience = None
-            if keep:
-                mine = nest.map_structure(lambda x, a=start, b=stop: x[a:b], taken)
-                experience = experience_of(self._time_steps[w], mine, raw)
-            run.record(w, self._time_steps[w], experience)
+            mine = _rows(experience, start, stop) if keep else None
+            run.record(w, self._time_steps[w], mine)
             self._pool.send(w, "step", {"action": _rows(action, start, stop)})
             run.depart(w)
 
     @torch.no_grad()
     def bootstrap(self, raw: bool = False):
         """The bootstrap row of all ``S * E`` rows: a policy step on the current time steps
-        with the statistics frozen; nothing changes (see ``Unroller.bootstrap``)."""
-        self._ensure_states()
-        initial, policy_state, transform = self._states
-        time_step = cat_nests(self._time_steps)
-        with statistics_frozen(self._policy.data_transformer):
-            taken = policy_step(self._policy, time_step, policy_state, transform, initial)
-        return experience_of(time_step, taken, raw)
-
-    @contextlib.contextmanager
-    def transformer_mode(self, context):
-        """Run the server's steps inside ``context(transformer)`` (e.g. prenormalizing)."""
-        with context(self._policy.data_transformer):
-            yield
+        with the statistics frozen; nothing changes (``ActorCore.bootstrap``)."""
+        self._ensure_core()
+        return self._core.bootstrap(cat_nests(self._time_steps), raw)
 
 
 class _Run:
@@ -237,18 +207,3 @@ class _Run:
             if keep:
                 experiences.append(cat_nests([records[t][1] for records in self.records]))
         return experiences, time_steps
-
-
-def _take(value, rows: torch.Tensor):
-    return nest.map_structure(lambda x: x.index_select(0, rows), value)
-
-
-def _assign_rows(value, rows, new):
-    """``value`` with rows ``rows`` (an index tensor or a slice) replaced by ``new``."""
-
-    def assign(x, y):
-        x = x.clone()
-        x[rows] = y.to(x.dtype)
-        return x
-
-    return nest.map_structure(assign, value, new)

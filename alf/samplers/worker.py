@@ -8,7 +8,8 @@ as the learner), builds its ``E`` environments with the conf's ``create_environm
 ==========  ===========================================  ==========================
 request     payload                                      reply
 ==========  ===========================================  ==========================
-``unroll``  num_steps, raw, bootstrap, version, weights  a ``SamplerUnroll`` (local)
+``unroll``  num_steps, raw, bootstrap, version,          a ``SamplerUnroll`` (local)
+            weights (when new), progress, actor_context
 ``restart`` seed (None: keep the seeds)                  None
 ``reset``   none                                         the raw time step [E]
 ``step``    the action [E] (CPU)                         the raw time step [E]
@@ -18,8 +19,9 @@ request     payload                                      reply
 conf, on the CPU) loads the weights and data-transformer statistics of ``version``
 when they come with the request, and acts one whole unroll with them, drawing from its
 own random stream (``ActorGenerator``); the learner's training progress (for schedules
-such as DQN's epsilon) and an off-policy algorithm's ``initial_collect_pending`` (random
-actions while the learner's replay buffer fills) come with the request too.
+such as DQN's epsilon) and the algorithm's ``actor_context()`` (e.g. an off-policy
+algorithm's ``initial_collect_pending``: random actions while the learner's replay buffer
+fills) come with the request too.
 ``reset``/``step`` make the sampler a plain batch of environments for the learner's
 inference server (server inference) and for prenormalization. Everything sent back is CPU tensors.
 """
@@ -32,7 +34,6 @@ from typing import NamedTuple
 import torch
 
 import alf.nest as nest
-from alf.algorithms.data_transformer import _StatisticsTransformer
 from alf.algorithms.unroller import AlgorithmPolicy, Unroller
 from alf.metrics import EpisodeMetrics
 from alf.samplers.actor_rng import ActorGenerator
@@ -71,9 +72,10 @@ class SamplerUnroll(NamedTuple):
         bootstrap: the bootstrap row ``[E, ...]``, or None.
         raw_time_steps: the raw time steps ``[T, E, ...]`` (for the learner's episode
             metrics), or None when the experiences hold them already (raw unrolls).
-        statistics: per statistics transformer (``_StatisticsTransformer`` in
-            ``modules()`` order), the values its rollout updates collected, stacked
-            ``[T, E, ...]`` (None when it collected none), for the learner to apply.
+        statistics: per statistics transformer
+            (``DataTransformer.take_pending_statistics``), the values its rollout updates
+            collected, stacked ``[T, E, ...]`` (None when it collected none), for the
+            learner to apply.
         version: the weights version it acted with.
     """
 
@@ -82,11 +84,6 @@ class SamplerUnroll(NamedTuple):
     raw_time_steps: object
     statistics: list
     version: int
-
-
-def statistics_transformers(transformer) -> list:
-    """The statistics transformers inside ``transformer``, in ``modules()`` order."""
-    return [m for m in transformer.modules() if isinstance(m, _StatisticsTransformer)]
 
 
 def policy_weights(algorithm) -> dict:
@@ -129,7 +126,7 @@ class SamplerWorker:
 
     def _build_policy(self, spec: SamplerSpec) -> None:
         from alf.algorithms.config import TrainerConfig
-        from alf.trainers.policy_trainer import create_algorithm
+        from alf.algorithms.factory import create_algorithm
 
         config = TrainerConfig()
         # the policy's products at the learner's precision: PPO's rollout log-probabilities
@@ -137,7 +134,6 @@ class SamplerWorker:
         torch.set_float32_matmul_precision(config.matmul_precision)
         algorithm = create_algorithm(config, self._env)
         self._algorithm = algorithm
-        self._statistics = statistics_transformers(algorithm.data_transformer)
         self._seen = _TimeStepRecorder(self._env.batch_size)
         self._unroller = Unroller(
             AlgorithmPolicy(algorithm),
@@ -179,16 +175,14 @@ class SamplerWorker:
             )
         if "progress" in payload:
             update_progress(*payload["progress"])
-        pending = payload.get("initial_collect_pending", False)
-        self._algorithm.initial_collect_pending = lambda: pending
+        if "actor_context" in payload:
+            self._algorithm.set_actor_context(payload["actor_context"])
         self._seen.time_steps = []
         unroll = self._unroller.unroll(
             payload["num_steps"], raw=payload["raw"], bootstrap=payload["bootstrap"]
         )
-        statistics = []
-        for member in self._statistics:
-            pending, member._pending = member._pending, []
-            statistics.append(_stacked(pending))
+        pending = self._algorithm.data_transformer.take_pending_statistics()
+        statistics = [_stacked(values) for values in pending]
         raw_time_steps = None if payload["raw"] else _stacked(self._seen.time_steps)
         return SamplerUnroll(
             _stacked(unroll.experiences),

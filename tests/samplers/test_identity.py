@@ -19,7 +19,6 @@ from alf.environments.utils import create_environment
 from alf.metrics import EpisodeMetrics
 from alf.samplers import ActorGenerator, actor_seed
 from alf.samplers.server import cat_nests
-from alf.samplers.worker import statistics_transformers
 from alf.utils.normalizers import RunningMeanVar
 from tests.samplers.conftest import (
     TINY_PPO,
@@ -168,7 +167,7 @@ def test_local_inference_two_samplers_update_the_statistics_as_in_process(tmp_pa
     trainer = build_trainer(TINY_PPO_OBS_NORM, sampler_params(2, "local"), tmp_path / "local")
     try:
         algorithm = trainer.algorithm
-        (member,) = statistics_transformers(algorithm.data_transformer)
+        (member,) = algorithm.data_transformer.statistics_transformers()
         learner_statistics = member.normalizer.statistics[0]
         expected = RunningMeanVar(learner_statistics.mean.shape)
         for iteration in range(3):
