@@ -95,6 +95,9 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, help="timed train_iter calls per run")
     parser.add_argument("--turn_s", type=float, default=0.5, help="0: one after the other")
     args = parser.parse_args()
+    verify = ["git", "rev-parse", "--verify", "--quiet", f"{args.base}^{{commit}}"]
+    if subprocess.run(verify, cwd=runner.REPO_DIR, capture_output=True).returncode != 0:
+        parser.error(f"--base: no such git revision: {args.base}")
     conf, warmup, iterations = TASKS[args.task]
     iterations = args.iterations or (2 if args.quick else iterations)
     args.repeats = 2 if args.quick else args.repeats

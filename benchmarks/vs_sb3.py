@@ -19,7 +19,6 @@ import dataclasses
 import math
 import os
 import shutil
-import sys
 from functools import partial
 
 from benchmarks.harness import cli, report, runner, steady
@@ -66,7 +65,8 @@ def _alf_run(task: Task, root_dir: str) -> dict:
     returns = _scalars(eval_dir, "Metrics_vs_EnvironmentSteps/AverageReturn")
     times = _scalars(eval_dir, "time/eval")
     evals = [[s, v, t - d, t] for (s, _, v), (_, t, d) in zip(returns, times)]
-    updates = evals[-1][0] - task.learning_starts + 1  # SAC: also on the step filling
+    sac = task.algorithm == "sac"  # an update per step, also on the one filling the warm-up
+    updates = evals[-1][0] - task.learning_starts + 1 if sac else None
     return dict(env_steps=evals[-1][0], updates=updates, evals=evals)
 
 
@@ -200,8 +200,7 @@ def main() -> None:
     args = parser.parse_args()
     task = TASKS[args.task].quick() if args.quick else TASKS[args.task]
     if args.steady and task.algorithm == "dqn":
-        print("vs_sb3: --steady times PPO and SAC only, not dqn_cart_pole", file=sys.stderr)
-        sys.exit(2)
+        parser.error("--steady times PPO and SAC only, not dqn_cart_pole")
     if args.quick:
         args.seeds, args.repeats, args.steady = args.seeds[:1], 1, args.steady and 2
     task = dataclasses.replace(task, conf_params=task.conf_params + tuple(args.conf_param))

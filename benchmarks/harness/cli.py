@@ -12,10 +12,15 @@ from collections.abc import Callable, Iterable
 from benchmarks.harness import report, runner
 
 
+class Parser(argparse.ArgumentParser):
+    def error(self, message):  # bad input: one line, exit status 2
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def parser(doc: str, name: str, seeds=(0, 1, 2)) -> argparse.ArgumentParser:
     """The options every benchmark has; ``name`` names its scratch directory (``seeds`` None:
     no ``--seeds``)."""
-    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser = Parser(description=doc.splitlines()[0])
     if seeds is not None:
         parser.add_argument("--seeds", type=int, nargs="+", default=list(seeds))
     parser.add_argument("--work_dir", default=f"/tmp/{name}_bench")
