@@ -1,27 +1,26 @@
 """Steady-state speed of this checkout's alf against an older revision, in one run.
 
-    python -m benchmarks.alf_ab --base 293c6c0 --task ppo_cartpole [--repeats 5] [--turn_s 0.5]
+    taskset -c 1 python -m benchmarks.alf_ab --base 293c6c0 --task ppo_cartpole [--repeats 30]
+    python -m benchmarks.alf_ab --base HEAD~1 --task sac_pendulum --quick
 
-``alf/`` of ``--base`` and of this working tree (uncommitted changes included) are copied to
-two paths of the same length (the environment's size can shift speed by a few percent) and
-timed on the same example conf (``harness/steady.py``). In each repeat both run at once taking
-turns of ``--turn_s`` seconds on one core (``harness/interleave.py``), so a slow spell of the
-machine falls on both; who starts alternates. Reported: process CPU time per env step and the
-speed ratio current / base (> 1: current is faster), of the medians, as the median of the
-per-repeat ratios and of the fastest runs (wall time includes the other's turns). Pin it to
-a core: ``taskset -c 1 python -m ...``.
+``alf/`` of ``--base`` and of this working tree (uncommitted changes included), copied to paths
+of the same length, are timed on the same example conf (``harness/steady.py``); in each repeat
+both run at once taking turns of ``--turn_s`` s on one core, the seed shared, who starts
+alternating. Reported: CPU time per env step and speed ratios current / base (> 1: current is
+faster). Records go to ``results/alf_ab.json`` (key: the task, or ``--record``).
 """
 
 from __future__ import annotations
 
-import argparse
+import math
 import os
 import random
 import shutil
 import subprocess
 import tempfile
+from functools import partial
 
-from benchmarks.harness import report, runner, steady
+from benchmarks.harness import cli, report, runner, steady
 
 #: task -> (conf, warm-up iterations, timed iterations)
 TASKS = dict(ppo_cartpole=("alf/examples/ppo_cart_pole_conf.py", 2, 100))
@@ -53,52 +52,65 @@ def summarize(runs: list[dict]) -> dict:
     rng = random.Random(0)
     boot = sorted(report.median(rng.choices(paired, k=len(paired))) for _ in range(10_000))
     summary["paired_ci95"] = [boot[249], boot[9750]]
+    summary["geomean_speed_ratio"] = math.exp(sum(map(math.log, paired)) / len(paired))
     return dict(summary, fastest_speed_ratio=min(base.values()) / min(current.values()))
 
 
+def repeat(checkouts: dict, conf: str, warmup: int, iterations: int, index: int, args) -> list:
+    """Repeat ``index``: both checkouts at once, taking turns (who starts alternates)."""
+    names = CHECKOUTS[:: 1 if index % 2 == 0 else -1]
+    jobs = [steady.worker(checkouts[n], conf, index, warmup, iterations) for n in names]
+    logs = [os.path.join(args.work_dir, f"{n}_{index}.log") for n in names]
+    runner.run_jobs([cmd for cmd, _ in jobs], logs, args.turn_s)
+    runs = []
+    for (_, root_dir), name, log in zip(jobs, names, logs):
+        shutil.rmtree(root_dir, ignore_errors=True)
+        with open(log) as f:
+            runs.append(dict(steady.result(f.read()), checkout=name, repeat=index))
+    return runs
+
+
+def markdown(record: dict) -> str:
+    """The record's block: one row of medians and speed ratios."""
+    s, r = summarize(record["runs"]), record["runs"][0]
+    header = ["task", "timed per run", "median CPU µs/step base", "current"]
+    header += ["paired ratio, median (95% interval)", "geometric mean", "fastest runs"]
+    row = [record["task"], f"{r['iterations']:,} iterations, {r['env_steps']:,} env steps"]
+    row += [report.fmt(v) for v in s["cpu_us_per_step"].values()]
+    row += [
+        f"**{s['paired_speed_ratio']:.3f}** ({s['paired_ci95'][0]:.3f}–{s['paired_ci95'][1]:.3f})"
+    ]
+    row += [f"{s['geomean_speed_ratio']:.3f}", f"{s['fastest_speed_ratio']:.3f}"]
+    repeats = len({r["repeat"] for r in record["runs"]})
+    return f"""{report.measured(record)} (base {record["base"]}, {repeats} repeats)
+
+{report.table(header, [row])}"""
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = cli.parser(__doc__, "alf_ab", seeds=None)
     parser.add_argument("--base", required=True, help="git revision to compare against")
     parser.add_argument("--task", choices=sorted(TASKS), default="ppo_cartpole")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--iterations", type=int, help="timed train_iter calls per run")
     parser.add_argument("--turn_s", type=float, default=0.5, help="0: one after the other")
-    parser.add_argument("--out", help="also write the runs and summary to this JSON file")
     args = parser.parse_args()
+    verify = ["git", "rev-parse", "--verify", "--quiet", f"{args.base}^{{commit}}"]
+    if subprocess.run(verify, cwd=runner.REPO_DIR, capture_output=True).returncode != 0:
+        parser.error(f"--base: no such git revision: {args.base}")
     conf, warmup, iterations = TASKS[args.task]
-    iterations = args.iterations or iterations
-    runs = []
+    iterations = args.iterations or (2 if args.quick else iterations)
+    args.repeats = 2 if args.quick else args.repeats
     with tempfile.TemporaryDirectory(prefix="alf_ab_") as tmp:
         current = os.path.join(tmp, "b")
         ignore = shutil.ignore_patterns("__pycache__")
         shutil.copytree(f"{runner.REPO_DIR}/alf", f"{current}/alf", ignore=ignore)
         checkouts = dict(base=export(args.base, os.path.join(tmp, "a")), current=current)
-        for repeat in range(args.repeats):
-            names = CHECKOUTS[:: 1 if repeat % 2 == 0 else -1]  # who starts alternates
-            jobs = [steady.worker(checkouts[n], conf, repeat, warmup, iterations) for n in names]
-            logs = [os.path.join(tmp, f"{n}_{repeat}.log") for n in names]
-            runner.run_jobs([cmd for cmd, _ in jobs], logs, args.turn_s)
-            for _, root_dir in jobs:
-                shutil.rmtree(root_dir, ignore_errors=True)
-            for name, log in zip(names, logs):
-                with open(log) as f:
-                    result = steady.result(f.read())
-                runs.append(dict(result, checkout=name, repeat=repeat, load=runner.load_average()))
-                cpu_us = 1e6 * result["cpu_s"] / result["env_steps"]
-                wall_us = 1e6 * result["wall_s"] / result["env_steps"]
-                print(f"{name:7s} repeat {repeat}: CPU {cpu_us:8.1f} µs/step, wall {wall_us:8.1f}")
-    summary = summarize(runs)
-    med = summary["cpu_us_per_step"]
-    print(
-        f"median CPU µs per env step: base ({args.base}) {med['base']:.1f}, current "
-        f"{med['current']:.1f}; speed current / base {summary['speed_ratio']:.3f} "
-        f"(median of paired ratios {summary['paired_speed_ratio']:.3f}, 95% interval "
-        f"{summary['paired_ci95'][0]:.3f}-{summary['paired_ci95'][1]:.3f}; of the fastest runs "
-        f"{summary['fastest_speed_ratio']:.3f})"
-    )
-    if args.out:
-        record = dict(base=args.base, task=args.task, machine=runner.machine_info())
-        report.write_json(args.out, dict(record, runs=runs, summary=summary))
+        jobs = [
+            partial(repeat, checkouts, conf, warmup, iterations, i, args)
+            for i in range(args.repeats)
+        ]
+        cli.run(args, "alf_ab", markdown, jobs, args.task, base=args.base, task=args.task)
 
 
 if __name__ == "__main__":

@@ -1,39 +1,20 @@
-"""SAC on Pendulum-v1 written by hand, no framework: the floor alf's SAC is timed against.
+"""SAC on Pendulum-v1 by hand, no framework: the floor alf's SAC is timed against.
 
-    python -m benchmarks.floor_sac [--env_steps 20000] [--seed 0] [--num_threads 1]
-
-The algorithm and every hyperparameter are those of ``alf/examples/sac_pendulum_conf.py`` (on
-``sac_sb3_conf.py``), as ``benchmarks/sac_pendulum.py`` runs it (100 steps before the first
-update), so both compute the same thing:
-
-- one Pendulum-v1 env (gymnasium, seeded ``seed``); the first 100 steps are collected with the
-  untrained policy, then every env step is followed by one gradient step on 256 transitions
-  drawn uniformly from the replay buffer (100,000 transitions);
-- a time-limit end bootstraps (Pendulum never terminates; a termination would not);
-- actor: MLP 3-256-256 with ReLU, a mean and a log-std layer, std ``exp(clamp(., -20, 2))``,
-  action ``2 tanh(u)``, ``u ~ N(mean, std)`` (reparameterized); log π includes the tanh and the
-  ×2 Jacobians, as alf's squashed distribution does; the greedy action is ``2 tanh(mean)``;
-- twin critics MLP (obs, action) 4-256-256-1 with ReLU, and their Polyak-averaged targets
-  (tau 0.005 after every update);
-- one update: target ``r + 0.99 d (min_i Q'_i(s', a') - α log π(a'|s'))`` with ``a' ~ π(s')``;
-  critic loss ``Σ_i (Q_i(s, a) - y)^2``; actor loss ``α log π(ã|s) - min_i Q_i(s, ã)`` with
-  the critics' parameters held fixed; temperature loss ``-log α (log π(ã|s) - 1)`` (target
-  entropy -dim(A) = -1, log α from 0); α is that of the update's start; the three losses are
-  averaged over the batch, summed and back-propagated once; three Adams (lr 1e-3, torch's
-  fused kernel, as alf's) step the actor, the critics and log α;
-- initialization as alf's: hidden weights a truncated normal of std √2/√fan_in, the mean and
-  log-std layers of std 0.3/√256, the critics' output layer uniform in ±0.03, biases 0;
-  subnormal floats flushed to zero (alf's default).
-
-Timed per env step with ``time.perf_counter``: rollout (policy forward, env step, reset at an
-episode's end, conversions), update (storing the transition, sampling, forward, backward, the
-three Adam steps, the target update) and bookkeeping (episode returns). The first
-``--warmup_steps`` env steps are not timed; the final evaluation is timed apart and left out.
+``alf/examples/sac_pendulum_conf.py``'s algorithm and hyperparameters: one env; 100 steps of the
+untrained policy, then per env step one update on 256 transitions drawn from the replay buffer
+(100,000); a time-limit end bootstraps. Actor 3-256-256 (ReLU), mean and log-std heads (std
+``exp(clamp(., -20, 2))``), action ``2 tanh(u)`` reparameterized, log π with the tanh and ×2
+Jacobians; twin critics 4-256-256-1 with Polyak targets (tau 0.005). One update: target
+``r + 0.99 d (min Q'(s', a') - α log π(a'|s'))``, critic loss ``Σ_i (Q_i - y)^2``, actor loss
+``α log π - min Q`` (critics held fixed), temperature loss ``-log α (log π - 1)``, summed and
+back-propagated once; three fused Adams (lr 1e-3). Init as alf's (truncated normals of std
+√2/√fan_in, heads 0.3/√256, critic outputs uniform ±0.03, biases 0); subnormals flushed. Timed
+per env step: rollout, update (storing, sampling, the update) and bookkeeping, after the first
+``warmup_steps`` env steps.
 """
 
 from __future__ import annotations
 
-import argparse
 import collections
 import copy
 import math
@@ -44,24 +25,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from benchmarks.floor_ppo import TRUNCATED_NORMAL_STD
 from benchmarks.harness import phases
 
 #: alf/examples/sac_pendulum_conf.py (tests/benchmarks/test_floor.py checks them against it)
-SAC = dict(
-    env_name="Pendulum-v1",
-    hidden=(256, 256),
-    lr=1e-3,
-    batch_size=256,
-    gamma=0.99,
-    tau=0.005,
-    learning_starts=100,
-    buffer_size=100_000,
-    initial_log_alpha=0.0,
-    log_std_bounds=(-20.0, 2.0),
-    env_steps=20_000,
-)
+SAC = dict(env_name="Pendulum-v1", hidden=(256, 256), lr=1e-3, batch_size=256, gamma=0.99)
+SAC.update(tau=0.005, learning_starts=100, buffer_size=100_000, initial_log_alpha=0.0)
+SAC.update(log_std_bounds=(-20.0, 2.0), env_steps=20_000)
+ENV_STEPS = SAC["env_steps"]
 WARMUP_STEPS = 300  # the first 200 updates are not timed
-TRUNCATED_NORMAL_STD = 0.87962566103423978  # std of a unit normal cut at ±2
 HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
 
@@ -108,13 +80,9 @@ class Actor(nn.Module):
         mean, std = self(obs)
         eps = torch.randn_like(mean)
         u = mean + std * eps
-        log_prob = (
-            -0.5 * eps * eps
-            - std.log()
-            - HALF_LOG_2PI
-            - 2.0 * (math.log(2.0) - u - F.softplus(-2.0 * u))  # log(1 - tanh(u)^2)
-            - math.log(self.scale)
-        )
+        log_tanh_jacobian = 2.0 * (math.log(2.0) - u - F.softplus(-2.0 * u))  # log(1 - tanh²)
+        log_prob = -0.5 * eps * eps - std.log() - HALF_LOG_2PI - log_tanh_jacobian
+        log_prob = log_prob - math.log(self.scale)
         return self.scale * torch.tanh(u), log_prob.sum(-1)
 
 
@@ -126,11 +94,9 @@ class Replay:
     """Transitions ``(s, a, r, 1 - terminated, s')`` in preallocated tensors."""
 
     def __init__(self, capacity: int, obs_size: int, action_size: int):
-        self.obs = torch.zeros(capacity, obs_size)
-        self.next_obs = torch.zeros(capacity, obs_size)
+        self.obs, self.next_obs = torch.zeros(capacity, obs_size), torch.zeros(capacity, obs_size)
         self.action = torch.zeros(capacity, action_size)
-        self.reward = torch.zeros(capacity)
-        self.not_done = torch.zeros(capacity)
+        self.reward, self.not_done = torch.zeros(capacity), torch.zeros(capacity)
         self.capacity, self.size, self.pos = capacity, 0, 0
 
     def add(self, obs, action, reward, terminated, next_obs) -> None:
@@ -195,53 +161,21 @@ class Sac:
             torch._foreach_lerp_(self.target_params, self.critic_params, self.tau)
 
 
-@torch.inference_mode()
-def evaluate(actor: Actor, env_name: str, episodes: int, seed: int) -> float | None:
-    """Mean return of ``episodes`` episodes of the greedy policy ``scale * tanh(mean)``."""
-    import gymnasium as gym
-
-    if episodes <= 0:
-        return None
-    env, returns = gym.make(env_name), []
-    for i in range(episodes):
-        obs, _ = env.reset(seed=seed + i)
-        total, done = 0.0, False
-        while not done:
-            mean, _ = actor(torch.from_numpy(obs).unsqueeze(0))
-            action = (actor.scale * torch.tanh(mean))[0].numpy()
-            obs, reward, terminated, truncated, _ = env.step(action)
-            total += float(reward)
-            done = terminated or truncated
-        returns.append(total)
-    env.close()
-    return float(np.mean(returns))
-
-
-def run(
-    seed: int = 0,
-    env_steps: int = SAC["env_steps"],
-    num_threads: int = 1,
-    warmup_steps: int = WARMUP_STEPS,
-    eval_episodes: int = 10,
-    log_every: int = 0,
-    matmul_precision: str = "highest",
-) -> dict:
-    """Train (see the module doc); the run's ``phases.result`` record, with the training
-    return curve ``[env steps, mean return of the last 10 episodes]`` every 2,000 env steps."""
+def run(seed=0, env_steps=ENV_STEPS, num_threads=1, warmup_steps=WARMUP_STEPS,
+        matmul_precision="highest") -> dict:  # fmt: skip
+    """Train (see the module doc); the run's ``phases.result`` record."""
     import gymnasium as gym
 
     cfg = SAC
-    torch.set_num_threads(num_threads)
-    torch.set_float32_matmul_precision(matmul_precision)
+    phases.setup_torch(seed, num_threads, matmul_precision)
     torch.set_flush_denormal(True)
-    torch.manual_seed(seed)
     env = gym.make(cfg["env_name"])
     obs_size, action_size = env.observation_space.shape[0], env.action_space.shape[0]
     scale = float(env.action_space.high[0])  # Pendulum: symmetric bounds ±2
     sac = Sac(obs_size, action_size, scale, cfg)
     replay = Replay(cfg["buffer_size"], obs_size, action_size)
     obs = torch.from_numpy(env.reset(seed=seed)[0])
-    totals, curve, finished = dict.fromkeys(phases.PHASES, 0.0), [], collections.deque(maxlen=10)
+    totals, finished = dict.fromkeys(phases.PHASES, 0.0), collections.deque(maxlen=10)
     running, timed_from, cpu = 0.0, None, time.process_time()
     for step in range(env_steps):
         if timed_from is None and step >= warmup_steps:
@@ -261,11 +195,6 @@ def run(
         if end:
             finished.append(running)
             running = 0.0
-        if (step + 1) % 2000 == 0 or step + 1 == env_steps:
-            average = float(np.mean(finished)) if finished else None
-            curve.append([step + 1, average])
-            if log_every and len(curve) % log_every == 0:
-                print(f"{step + 1} env steps: training return {average}", flush=True)
         t3 = time.perf_counter()
         obs = torch.from_numpy(env.reset()[0]) if end else next_obs
         t4 = time.perf_counter()
@@ -273,34 +202,9 @@ def run(
             totals[phase] += seconds
     cpu = time.process_time() - cpu
     env.close()
-    start = time.perf_counter()
-    final_eval = evaluate(sac.actor, cfg["env_name"], eval_episodes, seed + 999)
-    eval_s = time.perf_counter() - start
     timed_steps = env_steps - (timed_from or 0)  # all of them when the warm-up is the whole run
+    final = float(np.mean(finished)) if finished else None
     return phases.result(
-        "floor", "sac_pendulum", seed, env_steps, timed_steps, totals, eval_s, cpu,
-        num_threads=num_threads, final_train_return=float(np.mean(finished)) if finished else None,
-        final_eval_return=final_eval, curve=curve,
+        "floor", "sac_pendulum", seed, env_steps, timed_steps, totals, cpu,
+        num_threads=num_threads, final_train_return=final,
     )  # fmt: skip
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--env_steps", type=int, default=SAC["env_steps"])
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--num_threads", type=int, default=1)
-    parser.add_argument("--warmup_steps", type=int, default=WARMUP_STEPS)
-    parser.add_argument("--eval_episodes", type=int, default=10)
-    parser.add_argument(
-        "--matmul_precision", default="highest", help="torch's, for matrix products"
-    )
-    parser.add_argument("--log_every", type=int, default=0, help="print every N curve points")
-    args = parser.parse_args()
-    record = run(**vars(args))
-    print(phases.line(record))
-    print(f"final training return {record['final_train_return']}, greedy eval return "
-          f"{record['final_eval_return']} ({args.eval_episodes} episodes)")  # fmt: skip
-
-
-if __name__ == "__main__":
-    main()

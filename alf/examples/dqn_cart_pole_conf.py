@@ -5,7 +5,8 @@ on CartPole-v1 (hyperparams/dqn.yml: 5e4 steps, lr 2.3e-3, batch 64, buffer
 100k, learning_starts 1000, gamma 0.99, target_update_interval 10, train_freq
 256, gradient_steps 128, exploration_fraction 0.16, exploration_final_eps 0.04,
 net [256, 256]; SB3's defaults: Huber loss, max_grad_norm 10, hard target
-updates), so the two can be compared directly (benchmarks/dqn_cart_pole.py).
+updates), so the two can be compared directly
+(``python -m benchmarks.vs_sb3 --task dqn_cart_pole``).
 How the SB3 knobs map onto alf's:
 
 - ``train_freq=256, gradient_steps=128`` → ``unroll_length=256``,

@@ -11,7 +11,7 @@ value 1), 10M agent steps (40M frames). The network is SB3's ``CnnPolicy``: one 
 value function (``PPOAlgorithm.encoding_network_ctor``), each a linear head on its 512
 features, the encoder trained by both losses.
 The two linear schedules run over 10M env steps whatever ``num_env_steps`` is, so a shorter
-run (``benchmarks/atari_ppo.py``) follows the start of the 10M-step run it is compared with.
+run (docs/atari.md) follows the start of the 10M-step run it is compared with.
 
 The Atari setup is ``suite_atari.load`` (``DMAtariPreprocessing``: frame skip 4 with
 max-pooling, 84x84 gray, 1-30 no-op starts, FIRE; a lost life has discount 0 for the values

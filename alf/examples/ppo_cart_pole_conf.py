@@ -3,7 +3,8 @@
 Hyperparameters follow the rl-baselines3-zoo settings for Stable-Baselines3 PPO
 on CartPole-v1 (8 envs, 32 steps, batch 256, 20 epochs, gamma 0.98, lambda 0.8,
 lr and clip range decaying linearly to 0), so the two can be compared directly
-(benchmarks/ppo_cart_pole.py). ``ppo_cart_pole.gin`` is the same experiment in gin.
+(``python -m benchmarks.vs_sb3 --task ppo_cart_pole``). ``ppo_cart_pole.gin`` is the same
+experiment in gin.
 """
 
 import functools

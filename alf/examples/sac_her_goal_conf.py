@@ -13,7 +13,7 @@ the same threshold).
     python -m alf.bin.train --conf alf/examples/sac_her_goal_conf.py --root_dir ~/runs/no_her \\
         --conf_param use_her=False
 
-``benchmarks/her_goal.py`` measures the success rate with and without HER.
+``benchmarks/RESULTS.md`` ("Retired benchmarks") has the success rate with and without HER.
 Hyperparameters follow the HER paper where it applies (gamma 0.98, Polyak 0.95
 i.e. ``tau = 0.05``, batch 256, lr 1e-3) with SAC's automatic entropy tuning.
 """

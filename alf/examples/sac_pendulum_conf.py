@@ -2,7 +2,8 @@
 
 Hyperparameters are Stable-Baselines3's SAC defaults (``sac_sb3_conf.py``) with
 rl-baselines3-zoo's Pendulum-v1 entry (which only sets ``learning_rate: 1e-3`` and
-20,000 steps), so the two can be compared directly (``benchmarks/sac_pendulum.py``):
+20,000 steps), so the two can be compared directly
+(``python -m benchmarks.vs_sb3 --task sac_pendulum``):
 256x256 ReLU actor and twin critics, Adam lr 1e-3 for actor, critics and α, batch 256,
 gamma 0.99, tau 0.005, automatic entropy tuning from α = 1 with target entropy -dim(A) =
 -1, 100 steps before the first update (SB3's ``learning_starts``). The replay buffer

@@ -1,10 +1,9 @@
-"""PPO on HalfCheetah-v5 for the alf-vs-SB3 benchmark (``python -m benchmarks.ppo_halfcheetah``).
+"""PPO on HalfCheetah-v5 for ``python -m benchmarks.vs_sb3 --task ppo_halfcheetah``.
 
-rl-baselines3-zoo's tuned HalfCheetah PPO entry, which SB3 gets too, with the same deviations
-on both sides: no VecNormalize, HalfCheetah-v5, 200k env steps. ``alf/examples/ppo_mujoco_conf.py``
-holds the entry; here are its unrounded coefficients and SB3's networks. What still differs:
-biases start at 0 here, PyTorch's default uniform in SB3 (weights: PyTorch's default init on
-both). Actions are clipped into the bounds when stepping (as SB3); both train on the unclipped one.
+rl-baselines3-zoo's tuned HalfCheetah PPO entry (``alf/examples/ppo_mujoco_conf.py``) with its
+unrounded coefficients and SB3's networks, the same deviations on both sides (no VecNormalize,
+v5, 200k env steps). Still different: biases start at 0 here, uniform in SB3. Actions are
+clipped when stepping (as SB3); both train on the unclipped one.
 """
 
 import functools

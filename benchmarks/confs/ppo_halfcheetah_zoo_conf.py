@@ -1,17 +1,10 @@
-"""PPO HalfCheetah-v5 with rl-baselines3-zoo's normalization (``benchmarks.ppo_halfcheetah_zoo``).
+"""PPO HalfCheetah-v5 with the zoo's normalization (``vs_sb3 --task ppo_halfcheetah_zoo``).
 
-``ppo_halfcheetah_bench_conf.py`` (the zoo's tuned HalfCheetah PPO entry, as SB3 gets it) plus
-what the entry's ``normalize: true`` gives SB3 — ``VecNormalize`` at its defaults:
-observations normalized elementwise by their running mean and variance and clipped to
-[-10, 10]; rewards divided by the running standard deviation of the discounted return
-(gamma 0.98, the algorithm's), clipped to [-10, 10]; variance epsilon 1e-8 for both.
-Evaluation normalizes observations with the statistics frozen and reports raw returns.
-
-The one difference left in the normalization: VecNormalize updates its statistics before
-normalizing each step, alf's ``update_mode='rollout'`` applies an unroll's steps when its
-training iteration ends (so the first 512 steps are seen unnormalized, with mean 0 and
-variance 1). ``reward_norm='reward'`` divides rewards by the standard deviation of the
-rewards themselves instead (alf's ``RewardNormalizer`` without ``discount``).
+``ppo_halfcheetah_bench_conf.py`` plus what the entry's ``normalize: true`` gives SB3
+(``VecNormalize``): observations normalized by their running mean and variance, rewards divided
+by the running std of the discounted return (gamma 0.98), both clipped to ±10. Left different:
+alf's ``update_mode='rollout'`` applies an unroll's statistics when its iteration ends (the first
+512 steps unnormalized). ``reward_norm='reward'``: rewards / the std of the rewards instead.
 """
 
 import functools

@@ -1,21 +1,23 @@
-"""Run benchmark subprocesses in turns on one core, so they meet the same machine.
+"""Run benchmark subprocesses in turns on one core, so they meet the same machine; and their
+peak memory.
 
 This machine's core speed drifts by tens of percent within minutes, so ``run_in_turns`` starts
 every command at once but runs one at a time: every ``turn_s`` seconds the running one is
 stopped (``SIGSTOP``) and the next resumed (``SIGCONT``), so a slow spell falls on all.
 ``Turns.running_s(t0, t1)`` removes the stopped periods from wall-clock times; CPU time comes
-from ``os.wait4``.
+from ``os.wait4``. Memory is the resident set of a process and all its descendants, sampled
+from ``/proc`` while it runs (``ru_maxrss`` cannot serve: a child forked from a large parent
+starts its count at the parent's size).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import glob
 import os
 import signal
 import subprocess
 import time
-
-from benchmarks.harness import memory
 
 
 @dataclasses.dataclass
@@ -27,8 +29,7 @@ class Turns:
     end: float | None = None
     cpu_s: float | None = None
     returncode: int | None = None
-    #: the largest resident set of the process and its descendants, sampled while it ran
-    #: (``memory.peak_mb``: every poll here, every 0.2 s in ``runner.run``)
+    #: the largest resident set of the process tree, MB (``peak_mb`` at every poll)
     peak_rss_mb: float | None = None
 
     def running_s(self, t0: float, t1: float) -> float:
@@ -42,19 +43,12 @@ class Turns:
         return self.running_s(self.start, self.end)
 
 
-def run_in_turns(
-    commands: list[list[str]],
-    log_paths: list[str],
-    turn_s: float,
-    cwd: str | None = None,
-    env: dict | None = None,
-    poll_s: float = 0.05,
-) -> list[Turns]:
+def run_in_turns(commands, log_paths, turn_s: float, cwd=None, env=None, poll_s=0.05):
     """Run ``commands`` taking turns of ``turn_s`` seconds; output to ``log_paths``.
 
     Returns one ``Turns`` per command, after all of them exited (whatever their exit
     code: the caller checks ``returncode``). On an exception (Ctrl-C included) every
-    process still alive is killed.
+    process still alive is killed. ``turn_s`` infinite: one after the other.
     """
     if turn_s <= 0:
         raise ValueError(f"turn_s must be > 0, got {turn_s}")
@@ -62,11 +56,8 @@ def run_in_turns(
     try:
         for cmd, log_path in zip(commands, log_paths, strict=True):
             with open(log_path, "w") as log:
-                start = time.time()
-                procs.append(
-                    subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
-                )
-            turns.append(Turns(start=start))
+                turns.append(Turns(start=time.time()))
+                procs.append(subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=log))
             _stop(procs[-1], turns[-1])
         live = list(range(len(procs)))
         while live:
@@ -101,7 +92,7 @@ def _resume(proc: subprocess.Popen, turn: Turns) -> None:
 
 def _reaped(proc: subprocess.Popen, turn: Turns) -> bool:
     """Whether the process has exited; if so, record its end, CPU time and exit code."""
-    turn.peak_rss_mb = memory.peak_mb(turn.peak_rss_mb, proc.pid)
+    turn.peak_rss_mb = peak_mb(turn.peak_rss_mb, proc.pid)
     pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
     if pid == 0:
         return False
@@ -109,3 +100,25 @@ def _reaped(proc: subprocess.Popen, turn: Turns) -> bool:
     turn.cpu_s = usage.ru_utime + usage.ru_stime
     turn.returncode = proc.returncode = os.waitstatus_to_exitcode(status)
     return True
+
+
+def tree_rss_mb(pid: int) -> float:
+    """The resident set of ``pid`` and all its descendants now, in MB (0 if it is gone)."""
+    total_kb, pending = 0, [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            with open(f"/proc/{current}/status") as f:
+                total_kb += next((int(x.split()[1]) for x in f if x.startswith("VmRSS:")), 0)
+            for path in glob.glob(f"/proc/{current}/task/*/children"):
+                with open(path) as f:
+                    pending += [int(child) for child in f.read().split()]
+        except OSError:
+            continue  # gone meanwhile (a zombie has no VmRSS: 0)
+    return total_kb / 1024
+
+
+def peak_mb(peak: float | None, pid: int) -> float | None:
+    """The larger of ``peak`` (None: nothing sampled yet) and ``tree_rss_mb(pid)`` now."""
+    rss = tree_rss_mb(pid)
+    return rss if rss and (peak is None or rss > peak) else peak

@@ -1,26 +1,25 @@
-"""Result files and tables: compact JSON in ``results/`` and generated blocks of RESULTS.md.
-
-A benchmark writes only the tables it measured, between ``<!-- name -->`` and
-``<!-- /name -->`` in RESULTS.md; the prose around them (set-up, reading, verdicts) is
-written by hand, so regenerating a block from its JSON changes nothing else.
+"""Result files and tables: ``results/<name>.json`` holds a benchmark's records by key, each
+with the ``command`` that made it, the ``machine`` it ran on and its ``runs``; its summary goes
+between ``<!-- name:key -->`` and ``<!-- /name:key -->`` in RESULTS.md, whose prose around the
+blocks is written by hand (regenerating a block changes nothing else).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import statistics
 
 BENCH_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS_MD = os.path.join(BENCH_DIR, "RESULTS.md")
 RESULTS_DIR = os.path.join(BENCH_DIR, "results")
+HOUSEKEEPING = r" --(work_dir|results_json|json_path) \S+| --no_write"  # left out of commands
 
 
 def fmt(value, digits: int = 1, none: str = "-", whole_from: float | None = None) -> str:
-    """A table cell: ``none`` for None, thousands separators, integers without decimals.
-
-    Floats with ``abs(value) >= whole_from`` are rounded to whole numbers too.
-    """
+    """A table cell: ``none`` for None, thousands separators, integers (and floats from
+    ``whole_from`` up) without decimals."""
     if value is None:
         return none
     if isinstance(value, int) or (whole_from is not None and abs(value) >= whole_from):
@@ -43,6 +42,13 @@ def table(header: list[str], rows: list[list]) -> str:
     """A markdown table."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return "\n".join(lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])
+
+
+def measured(record: dict) -> str:
+    """The line that opens a block: when, on what and by which command the record was made."""
+    m, command = record["machine"], re.sub(HOUSEKEEPING, "", record["command"])
+    alf = f", alf {m['alf']}" if m.get("alf") else ""
+    return f"{m['date']}, {m['cpu']} ({m['nproc']} cores){alf}: `{command}`"
 
 
 def write_block(name: str, body: str, path: str = RESULTS_MD) -> None:
@@ -70,11 +76,18 @@ def read_json(path: str) -> dict:
 
 
 def write_json(path: str, data) -> None:
-    """Write ``data`` as indented JSON, floats rounded to 6 decimals."""
+    """Write ``data`` as compact JSON (a line per top-level key), floats rounded to 6 decimals."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    data = _rounded(data)
+    items = [f"{json.dumps(k)}:{json.dumps(v, separators=(',', ':'))}" for k, v in data.items()]
     with open(path + ".tmp", "w") as f:
-        json.dump(_rounded(data), f, indent=1)
+        f.write("{\n" + ",\n".join(items) + "\n}\n")
     os.replace(path + ".tmp", path)
+
+
+def write_record(path: str, key: str, record: dict) -> None:
+    """Store ``record`` as ``key`` of the results file ``path`` (its other records kept)."""
+    write_json(path, dict(read_json(path), **{key: record}))
 
 
 def _rounded(data):

@@ -1,8 +1,8 @@
 """Stable-Baselines3's side of the alf-vs-SB3 benchmarks, run in its own process.
 
-``task`` is a ``vs_sb3.Task`` as a dict. PPO evaluates after the update of every iteration that
-completes a multiple of ``eval_every`` env steps and at the end (as alf's trainer), on a vector
-env of 10; SAC every ``eval_every`` env steps on one env; both reseed the eval env each time.
+``task`` is a ``tasks.Task`` as a dict. PPO and DQN evaluate after the update of every iteration
+that completes a multiple of ``eval_every`` env steps and at the end (as alf's trainer), on a
+vector env of 10; SAC every ``eval_every`` env steps on one env; all reseed the eval env each time.
 With ``task["normalize"]`` (PPO) the training env is wrapped in ``VecNormalize`` (gamma the
 algorithm's) and the eval env evaluates with a frozen copy of its observation statistics and raw
 rewards, as rl-baselines3-zoo does.
@@ -27,6 +27,7 @@ def model(task: dict, seed: int, **overrides):
     from stable_baselines3 import DQN, PPO, SAC
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.logger import Logger
+    from stable_baselines3.common.vec_env import VecNormalize
 
     torch.set_num_threads(1)
     kwargs = dict(task["sb3"], **overrides)
@@ -39,8 +40,6 @@ def model(task: dict, seed: int, **overrides):
                 kwargs[name] = partial(_linear, float(kwargs[name]["linear"]))
         env = make_vec_env(task["env_name"], n_envs=task["num_envs"], seed=seed)
         if task.get("normalize"):  # the zoo's ``normalize: true``, its gamma the algorithm's
-            from stable_baselines3.common.vec_env import VecNormalize
-
             env = VecNormalize(env, gamma=kwargs.get("gamma", 0.99))
     else:
         env = gym.make(task["env_name"])
@@ -55,63 +54,51 @@ def model(task: dict, seed: int, **overrides):
 
 
 def learn(task: dict, seed: int) -> dict:
-    """A learning run: evaluations as ``[env_steps, return, wall-clock start, end]``, the update
-    count, and for PPO each iteration's rate and ``approx_kl`` / ``clip_fraction``."""
+    """A learning run: its evaluations as ``[env_steps, return, wall-clock start, end]`` and its
+    update count."""
     import gymnasium as gym
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.evaluation import evaluate_policy
-    from stable_baselines3.common.vec_env import sync_envs_normalization
+    from stable_baselines3.common.vec_env import VecNormalize, sync_envs_normalization
 
-    eval_seed, ppo, every = seed + 999, task["algorithm"] == "ppo", task["eval_every"]
-    if ppo:
+    eval_seed, every = seed + 999, task["eval_every"]
+    iterative = task["algorithm"] != "sac"  # PPO and DQN: evaluate at an iteration's start
+    if iterative:
         eval_env = make_vec_env(task["env_name"], n_envs=10, seed=eval_seed)
         if task.get("normalize"):  # as the zoo: frozen observation statistics, raw rewards
-            from stable_baselines3.common.vec_env import VecNormalize
-
             eval_env = VecNormalize(eval_env, training=False, norm_reward=False)
     else:
         eval_env = gym.make(task["env_name"])
-    evals, rates, stats = [], [], []
+    evals = []
 
     def evaluate(sb3_model):
         start = time.time()
         if task.get("normalize"):  # the training env's statistics as they are now
             sync_envs_normalization(sb3_model.get_env(), eval_env)
-        eval_env.seed(eval_seed) if ppo else eval_env.reset(seed=eval_seed)
+        eval_env.seed(eval_seed) if iterative else eval_env.reset(seed=eval_seed)
         n = task["num_eval_episodes"]
         mean, _ = evaluate_policy(sb3_model, eval_env, n_eval_episodes=n, deterministic=True)
         evals.append([sb3_model.num_timesteps, float(mean), start, time.time()])
 
     class Callback(BaseCallback):
-        begin, begin_steps, last_eval = None, 0, 0
+        last_eval = 0
 
         def _on_rollout_start(self) -> None:  # PPO: the previous iteration's update is done
-            logged, steps = self.model.logger.name_to_value, self.num_timesteps
-            if not ppo:
-                return
-            if "train/clip_fraction" in logged:
-                stats.append(
-                    {n: float(logged[f"train/{n}"]) for n in ("approx_kl", "clip_fraction")}
-                )
-            if self.begin is not None:
-                rates.append((steps - self.begin_steps) / max(time.time() - self.begin, 1e-9))
-            if steps // every > self.last_eval // every:
+            if iterative and self.num_timesteps // every > self.last_eval // every:
                 evaluate(self.model)
-                self.last_eval = steps
-            self.begin, self.begin_steps = time.time(), steps
+                self.last_eval = self.num_timesteps
 
         def _on_step(self) -> bool:
-            if not ppo and self.num_timesteps % every == 0:
+            if not iterative and self.num_timesteps % every == 0:
                 evaluate(self.model)
             return True
 
     sb3_model = model(task, seed)
     sb3_model.learn(task["env_steps"], callback=Callback())
-    if ppo:
+    if iterative:
         evaluate(sb3_model)
-    result = dict(env_steps=sb3_model.num_timesteps, updates=int(sb3_model._n_updates))
-    return dict(result, evals=evals, loop_rates=rates, update_stats=stats)
+    return dict(env_steps=sb3_model.num_timesteps, updates=int(sb3_model._n_updates), evals=evals)
 
 
 def steady_state(task: dict, seed: int, iterations: int, flush_denormal: bool) -> dict:

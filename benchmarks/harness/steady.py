@@ -51,8 +51,7 @@ def worker(checkout: str, conf: str, seed: int, warmup: int, iterations: int, pa
 
 def result(output: str) -> dict:
     """The worker's result in its output."""
-    line = next(x for x in output.splitlines() if x.startswith("RESULT "))
-    return json.loads(line[len("RESULT ") :])
+    return json.loads(next(x for x in output.splitlines() if x.startswith("RESULT "))[7:])
 
 
 def measure(checkout: str, conf: str, seed: int, warmup: int, iterations: int, params=()) -> dict:
@@ -66,14 +65,9 @@ def measure(checkout: str, conf: str, seed: int, warmup: int, iterations: int, p
 
 
 def main() -> None:
-    args = json.loads(sys.argv[1])  # as ``measure`` writes them
+    args = json.loads(sys.argv[1])  # as ``worker`` writes them
     algorithm = alf_algorithm(args["conf"], args["seed"], args["root_dir"], args["params"])
-    import torch
-
-    import alf
-
     result = time_calls(algorithm.train_iter, args["warmup"], args["iterations"])
-    result.update(alf_module=alf.__file__, torch_num_threads=torch.get_num_threads())
     print("RESULT " + json.dumps(result), flush=True)
 
 

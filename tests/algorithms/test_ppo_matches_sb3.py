@@ -1,6 +1,6 @@
 """alf's PPO update equals Stable-Baselines3's, given the same weights and the same data.
 
-SB3's PPO with the HalfCheetah-v5 benchmark's settings (``benchmarks/ppo_halfcheetah.py``), but
+SB3's PPO with the HalfCheetah-v5 benchmark's settings (``benchmarks/tasks.py``), but
 one epoch of one minibatch holding the whole rollout and no gradient clipping, collects 512
 steps and makes one update. alf's ``PPOAlgorithm`` from
 ``benchmarks/confs/ppo_halfcheetah_bench_conf.py`` gets SB3's weights and the same data (SB3's
@@ -39,7 +39,9 @@ BUFFER = "observations actions rewards episode_starts log_probs values advantage
 def sb3_update(seed: int) -> dict:
     """One SB3 PPO update on a fresh rollout: the weights before it, the buffer, the gradients."""
     from benchmarks.harness import sb3
-    from benchmarks.ppo_halfcheetah import TASK
+    from benchmarks.tasks import TASKS
+
+    TASK = TASKS["ppo_halfcheetah"]
 
     one_update = dict(n_steps=STEPS, batch_size=STEPS, n_epochs=1, max_grad_norm=1e9)
     model = sb3.model(dataclasses.asdict(TASK), seed, **one_update)
@@ -65,7 +67,9 @@ def alf_gradients(captured: dict, root_dir: str) -> dict:
     from alf.algorithms.actor_critic_algorithm import ActorCriticRolloutInfo
     from alf.data_structures import Experience, StepType, TimeStep
     from benchmarks.harness import steady
-    from benchmarks.ppo_halfcheetah import TASK
+    from benchmarks.tasks import TASKS
+
+    TASK = TASKS["ppo_halfcheetah"]
 
     params = [f"TrainerConfig.mini_batch_size={STEPS}"]
     params.append("TrainerConfig.num_updates_per_train_iter=1")

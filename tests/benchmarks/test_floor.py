@@ -15,8 +15,9 @@ from alf.algorithms.sac_algorithm import _sample_with_log_prob
 from alf.data_structures import StepType
 from alf.utils import common, dist_utils, value_ops
 from alf.utils.schedulers import update_progress
-from benchmarks import alf_split, floor_ppo, floor_sac
-from benchmarks.harness import phases
+from benchmarks import floor_ppo, floor_sac
+from benchmarks.harness import phases, split
+from benchmarks.tasks import TASKS
 
 FIRST, MID, LAST = StepType.FIRST, StepType.MID, StepType.LAST
 
@@ -89,7 +90,7 @@ def conf():
 
     def parse(path):
         alf.reset_configs()
-        common.parse_conf_file(os.path.join(alf_split.REPO_DIR, path), [], [])
+        common.parse_conf_file(os.path.join(split.REPO_DIR, path), [], [])
         return alf.get_config_value
 
     yield parse
@@ -144,7 +145,7 @@ def test_floor_sac_hyperparameters_are_the_confs(conf):
     assert value("TrainerConfig.replay_buffer_length") == hp["buffer_size"]
     assert value("TrainerConfig.initial_collect_steps") == hp["learning_starts"]
     assert value("TrainerConfig.num_env_steps") == hp["env_steps"]
-    assert alf_split.task_spec("sac_pendulum")[0].learning_starts == hp["learning_starts"]
+    assert TASKS["sac_pendulum"].learning_starts == hp["learning_starts"]
     for name in ("actor_optimizer", "critic_optimizer", "alpha_optimizer"):
         assert value(f"SacAlgorithm.{name}").lr_scheduler() == hp["lr"]
     assert value("SacAlgorithm.critic_loss_ctor").keywords["gamma"] == hp["gamma"]
@@ -170,13 +171,15 @@ def test_phase_clock_charges_nested_time_once(monkeypatch):
     clock.exit()  # 4
     clock.exit()  # 5
     clock.exit()  # 6
-    clock.enter("eval")  # 7
-    clock.enter("rollout")  # 8: absorbed by eval
+    clock.enter("rollout")  # 7
+    clock.exit()  # 8
     clock.exit()  # 9
-    clock.exit()  # 10
-    clock.exit()  # 11
-    assert clock.totals == dict(bookkeeping=4.0, update=2.0, rollout=2.0, eval=3.0)
-    assert sum(clock.totals.values()) == 11.0
+    assert clock.totals == dict(bookkeeping=4.0, update=2.0, rollout=3.0)
+    assert sum(clock.totals.values()) == 9.0
+    clock.reset()  # 10
+    clock.enter("update")  # 11
+    clock.exit()  # 12
+    assert clock.totals == dict(bookkeeping=0.0, update=1.0, rollout=0.0)
 
 
 def _check_record(record, env_steps, timed_env_steps):
@@ -185,18 +188,23 @@ def _check_record(record, env_steps, timed_env_steps):
     assert record["timed_s"] == pytest.approx(total)
     assert record["rollout_s"] > 0 and record["update_s"] > 0 and record["bookkeeping_s"] >= 0
     assert record["us_per_step"] == pytest.approx(1e6 * total / timed_env_steps)
-    assert "µs per env step" in phases.line(record)
+    assert record["steps_per_s"] == pytest.approx(timed_env_steps / total)
+    shares = sum(record[f"{p}_share"] for p in phases.PHASES)
+    assert shares == pytest.approx(1.0) and record["cpu_s"] > 0
+
+
+SPLIT = dict(num_threads=1, matmul_precision="highest")
 
 
 def test_floors_and_alf_split_report_the_same_record():
-    ppo = floor_ppo.run(env_steps=768, warmup_steps=256, eval_episodes=1)
+    ppo = floor_ppo.run(env_steps=768, warmup_steps=256)
     _check_record(ppo, 768, 512)
-    assert math.isfinite(ppo["final_eval_return"])
-    sac = floor_sac.run(env_steps=120, warmup_steps=110, eval_episodes=0)
+    assert math.isfinite(ppo["final_train_return"])  # 768 steps of CartPole: episodes ended
+    sac = floor_sac.run(env_steps=120, warmup_steps=110)
     _check_record(sac, 120, 10)
-    split = alf_split.run("ppo_cart_pole", env_steps=768, warmup_steps=256)
-    _check_record(split, 768, 512)
-    assert split["eval_s"] == 0.0
+    record = split.alf_run("ppo_cart_pole", 0, 768, warmup_steps=256, **SPLIT)
+    _check_record(record, 768, 512)
+    assert record["framework"] == "alf" and math.isfinite(record["final_train_return"])
 
 
 @pytest.mark.parametrize(
@@ -205,31 +213,32 @@ def test_floors_and_alf_split_report_the_same_record():
 )
 def test_sb3_split_reports_the_same_record(task, env_steps, warmup, timed):
     pytest.importorskip("stable_baselines3")
-    from benchmarks import sb3_split
-
-    record = sb3_split.run(task, env_steps=env_steps, warmup_steps=warmup)
+    record = split.sb3_run(task, 0, env_steps, warmup_steps=warmup, **SPLIT)
     _check_record(record, env_steps, timed)
-    assert record["framework"] == "sb3" and record["eval_s"] == 0.0
+    assert record["framework"] == "sb3"
 
 
 def test_floor_compare_table_with_sb3_gives_the_ratios_of_the_rounds():
     from benchmarks import floor_compare
 
-    def record(framework, round_index, us):
+    def run(framework, round_index, us):
         split = dict(rollout=0.25 * us, update=0.7 * us, bookkeeping=0.05 * us)
         seconds = {p: 1e-6 * split[p] * 1000 for p in phases.PHASES}
-        r = phases.result(framework, "ppo_cart_pole", 0, 1000, 1000, seconds, 0.0, 1.0)
-        r["final_train_return"] = 500.0
-        return dict(r, round=round_index, load_start=[1.0], load_end=[1.0])
+        r = phases.result(framework, "ppo_cart_pole", 0, 1000, 1000, seconds, 1.0)
+        return dict(r, round=round_index)
 
     times = dict(alf=(120, 130), floor=(100, 100), sb3=(200, 260))
-    runs = [record(fw, i, us[i]) for fw, us in times.items() for i in range(2)]
-    text = floor_compare.markdown(runs)
+    runs = [run(fw, i, us[i]) for fw, us in times.items() for i in range(2)]
+    record = dict(command="c", machine=dict(date="d", cpu="x", nproc=2), runs=runs)
+    text = floor_compare.markdown(record)
     # medians 125 / 100 / 230: alf / floor 1.25, SB3 / floor 2.30, SB3 / alf 1.84
     assert "| time per env step | 125.0 | 100.0 | 1.25 | 230.0 | 2.30 | 1.84 |" in text
+    assert "| update | 87.5 | 70.0 | 1.25 | 161.0 | 2.30 | 1.84 |" in text
     # paired: alf / floor (1.20, 1.30) -> 1.25; SB3 / floor (2.0, 2.6) -> 2.30;
     # SB3 / alf (1.667, 2.0) -> 1.83
-    assert "1.25 over 2 rounds (within the target of 1.25)" in text
-    assert "Paired SB3 / floor: 2.30; SB3 / alf: 1.83." in text
-    without = floor_compare.markdown([r for r in runs if r["framework"] != "sb3"])
-    assert "SB3" not in without
+    assert "over 2 rounds: alf / floor **1.25**; SB3 / floor 2.30; SB3 / alf 1.83." in text
+    assert text.startswith("d, x (2 cores): `c`")
+    without = floor_compare.markdown(
+        dict(record, runs=[r for r in runs if r["framework"] != "sb3"])
+    )
+    assert "SB3" not in without and without.endswith("alf / floor **1.25**.")

@@ -1,5 +1,5 @@
-"""The benchmark harness: tensorboard reader, tables and RESULTS.md blocks, A/B arithmetic,
-functions in fresh processes and the shared run loop."""
+"""The benchmark harness: tensorboard reader, tables, results records and RESULTS.md blocks,
+A/B arithmetic, functions in fresh processes and the shared run loop."""
 
 import argparse
 import json
@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from benchmarks import alf_ab
-from benchmarks.harness import cli, memory, report, runner, steady, tb
+from benchmarks import alf_ab, vs_sb3
+from benchmarks.harness import cli, interleave, report, runner, steady
 
 _AB_RUNS = [
     dict(checkout="base", repeat=0, cpu_s=2.0, wall_s=2.1, env_steps=1000),  # 2000 µs
@@ -29,12 +29,12 @@ def test_scalars_reads_back_what_was_written(tmp_path):
         writer.add_scalar("Metrics/AverageReturn", value, step, walltime=1000.0 + step)
     writer.add_scalar("other", 7.0, 5)
     writer.close()
-    assert tb.scalars(str(tmp_path), "Metrics/AverageReturn") == [
+    assert vs_sb3._scalars(str(tmp_path), "Metrics/AverageReturn") == [
         (10, 1010.0, 1.5),
         (20, 1020.0, -2.25),
         (30, 1030.0, 4.0),
     ]
-    assert tb.scalars(str(tmp_path), "missing") == []
+    assert vs_sb3._scalars(str(tmp_path), "missing") == []
 
 
 def test_fmt_median_ratio_and_table():
@@ -68,7 +68,22 @@ def test_write_json_rounds_and_round_trips(tmp_path):
     path = str(tmp_path / "r.json")
     report.write_json(path, {"x": 1.2345674, "runs": [{"y": (2.0, 3.0000491)}], "n": 7})
     assert report.read_json(path) == {"x": 1.234567, "runs": [{"y": [2.0, 3.000049]}], "n": 7}
+    with open(path) as f:  # compact: one line per top-level key, no indentation
+        assert f.read() == '{\n"x":1.234567,\n"runs":[{"y":[2.0,3.000049]}],\n"n":7\n}\n'
     assert report.read_json(str(tmp_path / "absent.json")) == {}
+    report.write_record(path, "n", {"a": 1})  # replaces its key, keeps the others
+    report.write_record(path, "z", {"b": 2.0})
+    assert report.read_json(path) == {"x": 1.234567, "runs": [{"y": [2.0, 3.000049]}],
+                                      "n": {"a": 1}, "z": {"b": 2.0}}  # fmt: skip
+
+
+def test_measured_line_leaves_out_the_housekeeping_options():
+    record = dict(machine=dict(date="2026-11-26", cpu="Xeon", nproc=2, alf="abc1234"))
+    record["command"] = "python -m b.x --seeds 0 --work_dir /tmp/w --no_write --results_json r.json"
+    assert (
+        report.measured(record)
+        == "2026-11-26, Xeon (2 cores), alf abc1234: `python -m b.x --seeds 0`"
+    )
 
 
 def test_ab_summary_arithmetic():
@@ -78,6 +93,7 @@ def test_ab_summary_arithmetic():
     # paired: 2.0, 1.5, 1.25 -> median 1.5; fastest: base 2000, current 1000
     assert summary["paired_speed_ratio"] == pytest.approx(1.5)
     assert summary["fastest_speed_ratio"] == pytest.approx(2.0)
+    assert summary["geomean_speed_ratio"] == pytest.approx((2.0 * 1.5 * 1.25) ** (1 / 3))
     low, high = summary["paired_ci95"]  # medians of resamples of [2.0, 1.5, 1.25]
     assert low == pytest.approx(1.25) and high == pytest.approx(2.0)
 
@@ -127,23 +143,54 @@ def test_runs_record_the_peak_memory_of_each_process_tree(tmp_path, turn_s):
     big, small = runner.run_jobs(cmds, logs, turn_s)
     assert 300 < big.peak_rss_mb < 300 + 120  # the array, two interpreters and numpy
     assert 50 < small.peak_rss_mb < 50 + 60  # not the harness's own size (torch imported)
-    assert memory.tree_rss_mb(os.getpid()) > 50 + 60
+    assert interleave.tree_rss_mb(os.getpid()) > 50 + 60
+    assert interleave.tree_rss_mb(2**22 + 12345) == 0.0  # no such process
     assert big.cpu_s > 0 and small.cpu_s > 0
+
+
+def _args(tmp_path, **changes):
+    args = dict(results_json=None, work_dir=str(tmp_path / "work"), record=None, quick=False)
+    return argparse.Namespace(**dict(args, report_only=False, no_write=False, **changes))
+
+
+def _render(record):
+    return f"total {sum(r['x'] for r in record['runs']):g}"
 
 
 def test_run_saves_every_job_and_report_only_renders_the_saved_runs(tmp_path, capsys):
     path = str(tmp_path / "r.json")
-    args = argparse.Namespace(results_json=path, work_dir=str(tmp_path / "work"))
-    args.report_only, args.no_write = False, True
-
-    def render(runs):
-        return f"total {sum(r['x'] for r in runs):g}"
-
+    args = _args(tmp_path, results_json=path)
     jobs = [lambda: [dict(x=1.5)], lambda: [dict(x=2.25), dict(x=0.25)]]
-    cli.run(args, "unused", render, jobs, answer=42)
-    record = report.read_json(path)
+    cli.run(args, "unused", _render, jobs, "learning", answer=42)
+    record = report.read_json(path)["learning"]
     assert [r["x"] for r in record["runs"]] == [1.5, 2.25, 0.25] and record["answer"] == 42
+    assert record["command"].startswith("python -m benchmarks.") and "machine" in record
     assert capsys.readouterr().out.splitlines()[-1] == "total 4"
     args.report_only = True
-    cli.run(args, "unused", render, [lambda: pytest.fail("report_only runs no job")])
+    cli.run(args, "unused", _render, [lambda: pytest.fail("report_only runs no job")], "learning")
     assert capsys.readouterr().out == "total 4\n"
+    args.record = "missing"
+    with pytest.raises(SystemExit) as exit_info:
+        cli.run(args, "unused", _render, [], "learning")
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == f"unused: no record 'missing' in {path}\n"
+
+
+def test_run_writes_the_default_file_and_its_block_quick_runs_neither(tmp_path, monkeypatch):
+    results_md = tmp_path / "RESULTS.md"
+    results_md.write_text("# R\n<!-- bench:steady -->\nold\n<!-- /bench:steady -->\nprose\n")
+    monkeypatch.setattr(report, "RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.setattr(report, "RESULTS_MD", str(results_md))
+    cli.run(_args(tmp_path), "bench", _render, [lambda: [dict(x=3.0)]], "learning")
+    cli.run(_args(tmp_path, record="steady"), "bench", _render, [lambda: [dict(x=1.0)]], "x")
+    saved = report.read_json(str(tmp_path / "results" / "bench.json"))
+    assert sorted(saved) == ["learning", "steady"]
+    text = results_md.read_text()
+    assert "<!-- bench:steady -->\ntotal 1\n<!-- /bench:steady -->\nprose\n" in text
+    assert text.endswith("<!-- bench:learning -->\ntotal 3\n<!-- /bench:learning -->\n")
+    cli.run(_args(tmp_path, quick=True), "bench", _render, [lambda: [dict(x=7.0)]], "learning")
+    assert report.read_json(str(tmp_path / "work" / "quick.json"))["learning"]["runs"] == [
+        dict(x=7.0)
+    ]
+    assert results_md.read_text() == text
+    assert report.read_json(str(tmp_path / "results" / "bench.json")) == saved
