@@ -3,15 +3,12 @@
     python -m benchmarks.gpu_throughput [--devices cpu,cuda] [--repeats 3] [--seconds 4]
                                         [--budget 300] [--quick] [--json PATH]
 
-Each case builds its example conf's algorithm with ``PolicyTrainer`` on one device, runs
-warm-up iterations (SAC's: past its 100 initial collect steps, so updates are timed), then
-times ``train_iter`` for at least ``--seconds``. The devices alternate within a repetition,
-in reversed order every other one; a repetition that would end past ``--budget`` seconds is
-not begun. Medians and the cuda/cpu ratio are printed and written to ``--json``. Cases: PPO
-CartPole and SAC Pendulum as in their example confs (env steps/s, one torch thread on the
-CPU, alf's default), and two large batches (all CPU cores): PPO with 256 CartPoles and
-minibatches of 4096, SAC with minibatches of 4096 (updates/s). Matrix products are float32
-on both devices (``TrainerConfig.matmul_precision='highest'``: no TF32).
+Each case builds its example conf's algorithm with ``PolicyTrainer`` on one device, warms up
+(SAC: past its 100 initial collect steps), then times ``train_iter`` for ``--seconds``; the
+devices alternate, in reversed order every other repetition, and no repetition is begun that
+would end past ``--budget``. Cases: PPO CartPole and SAC Pendulum as their example confs (one
+CPU thread), PPO with 256 CartPoles and minibatches of 4096, SAC with minibatches of 4096 (all
+cores). Matrix products are float32 on both devices (no TF32).
 """
 
 from __future__ import annotations
@@ -25,27 +22,27 @@ import time
 
 import torch
 
+from benchmarks.harness import report
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(REPO, "alf", "examples")
 ALL_CORES = torch.get_num_threads()  # torch's default: one thread per core
 # name: (conf, conf params, warm-up iterations, metric); an iteration's count is its env steps,
 # or 1 for updates/s (SAC: one update per iteration)
+ALL = f"TrainerConfig.num_threads={ALL_CORES}"
 CASES = {
     "ppo_cartpole": ("ppo_cart_pole_conf.py", [], 3, "env_steps/s"),
     "sac_pendulum": ("sac_pendulum_conf.py", [], 150, "env_steps/s"),
     "ppo_cartpole_256envs_batch4096": (
         "ppo_cart_pole_conf.py",
-        [
-            "create_environment.num_parallel_environments=256",
-            "TrainerConfig.mini_batch_size=4096",
-            f"TrainerConfig.num_threads={ALL_CORES}",
-        ],
+        ["create_environment.num_parallel_environments=256", "TrainerConfig.mini_batch_size=4096"]
+        + [ALL],
         1,
         "env_steps/s",
     ),
     "sac_pendulum_batch4096": (
         "sac_pendulum_conf.py",
-        ["TrainerConfig.mini_batch_size=4096", f"TrainerConfig.num_threads={ALL_CORES}"],
+        ["TrainerConfig.mini_batch_size=4096", ALL],
         110,
         "updates/s",
     ),
@@ -108,14 +105,20 @@ def run(devices: list[str], repeats: int, seconds: float, cases: list[str], budg
     return results
 
 
-def table(results: dict, devices: list[str]) -> str:
-    head = f"{'case':34} {'metric':12}" + "".join(f" {d + ' median':>14}" for d in devices)
-    lines = [head + (" cuda/cpu" if "cuda_over_cpu" in next(iter(results.values())) else "")]
-    for case, entry in results.items():
-        line = f"{case:34} {entry['metric']:12}"
-        line += "".join(f" {entry[d]['median']:>14,.1f}" for d in devices)
-        lines.append(line + (f" {entry['cuda_over_cpu']:8.2f}" if "cuda_over_cpu" in entry else ""))
-    return "\n".join(lines)
+def markdown(record: dict) -> str:
+    """A ``gpu_check.json`` record (``gpu_check.sh``'s summary) as RESULTS.md shows it."""
+    m, tests, cases = record["machine"], record["tests"], record["throughput"]["cases"]
+    head = (
+        f"{m['date']}, {m['gpu']} ({m['cpu_cores']} CPU cores), alf {m['alf']}, torch "
+        f"{m['torch']}: `{record['command']}`; CUDA tests {tests['passed']}/{tests['run']} "
+        f"passed; alf modules imported {m['modules_imported']}\n\n"
+    )
+    rows = [
+        [case, e["metric"], f"{e['cpu']['median']:,.1f}", f"{e['cuda']['median']:,.1f}"]
+        + [f"**{e['cuda_over_cpu']:.2f}**"]
+        for case, e in cases.items()
+    ]
+    return head + report.table(["case", "metric", "CPU median", "CUDA median", "CUDA / CPU"], rows)
 
 
 def main() -> None:
@@ -137,7 +140,8 @@ def main() -> None:
     repeats, seconds = (1, 1.0) if args.quick else (args.repeats, args.seconds)
     start = time.time()
     results = run(devices, repeats, seconds, cases, args.budget)
-    print(table(results, devices))
+    for case, entry in results.items():
+        print(case, entry["metric"], {d: entry[d]["median"] for d in devices})
     done = len(next(iter(results.values()))[devices[0]]["runs"])
     summary = dict(repeats=done, seconds=seconds, cpu_threads_large=ALL_CORES, cases=results)
     summary["wall_s"] = round(time.time() - start, 1)

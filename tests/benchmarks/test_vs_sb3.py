@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from benchmarks import alf_ab, floor_compare, vs_sb3
+from benchmarks import alf_ab, floor_compare, gpu_throughput, vs_sb3
 from benchmarks.harness import report
 from benchmarks.harness.interleave import Turns
 from benchmarks.tasks import TASKS
@@ -102,6 +102,8 @@ def _render(name: str, key: str, record: dict) -> str:
         return alf_ab.markdown(record)
     if name == "floor_compare":
         return floor_compare.markdown(record)
+    if name == "gpu_check":
+        return gpu_throughput.markdown(record)
     render = vs_sb3.steady_markdown if key.startswith("steady") else vs_sb3.markdown
     return render(TASKS[name], record)
 
