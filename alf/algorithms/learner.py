@@ -9,7 +9,8 @@ on the latest unroll; ``EpochLearner``: PPO's epochs of minibatches over it) and
 ``replay_learner`` (``ReplayLearner``: a replay buffer).
 
 **Minibatches**: ``split_sequences`` cuts an unroll into equal pieces,
-``shuffled_mini_batches`` draws one epoch of minibatches of them, and ``sample_weights``
+``shuffled_mini_batches`` draws one epoch of minibatches of them, ``mini_batch_epochs``
+the iteration's epochs of either kind, and ``sample_weights``
 reads the importance weights of prioritized replay. Minibatches of whole episode
 segments (recurrent policies) are in ``trajectory_batching``.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 import torch
 
 import alf.nest as nest
+from alf.algorithms.trajectory_batching import episode_segments, trajectory_mini_batches
 from alf.algorithms.unroller import Unroll
 from alf.data_structures import BatchInfo, Experience
 
@@ -114,3 +116,18 @@ def split_sequences(experience: Experience, length: int | None) -> Experience:
         return x.transpose(0, 1).reshape(length, pieces * batch_size, *x.shape[3:])
 
     return nest.map_structure(_split, experience)
+
+
+def mini_batch_epochs(experience: Experience, config):
+    """The ``num_updates_per_train_iter`` epochs over ``experience`` ``[T, B]``, each an
+    iterator of its minibatches (a new permutation each): ``mini_batch_size`` sequences of
+    ``mini_batch_length`` steps, or of whole episode segments with
+    ``trajectory_mini_batches`` (``config``: the ``TrainerConfig``)."""
+    if config.trajectory_mini_batches:
+        segments = episode_segments(experience)
+        for _ in range(config.num_updates_per_train_iter):
+            yield trajectory_mini_batches(segments, config.mini_batch_size)
+        return
+    sequences = split_sequences(experience, config.mini_batch_length)
+    for _ in range(config.num_updates_per_train_iter):
+        yield shuffled_mini_batches(sequences, config.mini_batch_size)

@@ -27,8 +27,7 @@ from __future__ import annotations
 import torch
 
 import alf.nest as nest
-from alf.algorithms.learner import Learner, shuffled_mini_batches, split_sequences
-from alf.algorithms.trajectory_batching import episode_segments, trajectory_mini_batches
+from alf.algorithms.learner import Learner, mini_batch_epochs
 from alf.algorithms.unroller import Unroll
 from alf.data_structures import Experience
 
@@ -93,21 +92,10 @@ class EpochLearner(OnPolicyLearner):
     regime = "for several epochs"
 
     def _update(self, experience: Experience) -> Experience:
-        cfg, alg = self._config, self._algorithm
+        alg = self._algorithm
         experience = nest.map_structure(lambda x: x[:-1], experience)
-        if cfg.trajectory_mini_batches:
-            segments = episode_segments(experience)
-
-            def epoch():
-                return trajectory_mini_batches(segments, cfg.mini_batch_size)
-        else:
-            sequences = split_sequences(experience, cfg.mini_batch_length)
-
-            def epoch():
-                return shuffled_mini_batches(sequences, cfg.mini_batch_size)
-
-        for _ in range(cfg.num_updates_per_train_iter):
-            for mini_batch in epoch():
+        for epoch in mini_batch_epochs(experience, self._config):
+            for mini_batch in epoch:
                 alg.update_from_experience(mini_batch)
                 if alg.stop_training_epochs():
                     return experience

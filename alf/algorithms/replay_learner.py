@@ -11,8 +11,7 @@ import torch
 
 import alf.nest as nest
 from alf.algorithms.data_transformer_base import statistics_frozen
-from alf.algorithms.learner import Learner, shuffled_mini_batches, split_sequences
-from alf.algorithms.trajectory_batching import episode_segments, trajectory_mini_batches
+from alf.algorithms.learner import Learner, mini_batch_epochs
 from alf.algorithms.unroller import Unroll
 from alf.data_structures import BatchInfo, Experience, StepType
 from alf.experience_replayers.replay_buffer import ReplayBuffer
@@ -215,19 +214,8 @@ class ReplayLearner(Learner):
     def _train_on_whole_buffer(self, bootstrap: Experience | None) -> None:
         cfg, alg = self._config, self._algorithm
         experience = self._whole_buffer_experience(bootstrap)
-        if cfg.trajectory_mini_batches:
-            segments = episode_segments(experience)
-
-            def epoch():
-                return trajectory_mini_batches(segments, cfg.mini_batch_size)
-        else:
-            sequences = split_sequences(experience, cfg.mini_batch_length)
-
-            def epoch():
-                return shuffled_mini_batches(sequences, cfg.mini_batch_size)
-
-        for _ in range(cfg.num_updates_per_train_iter):
-            for mini_batch in epoch():
+        for epoch in mini_batch_epochs(experience, cfg):
+            for mini_batch in epoch:
                 alg.update_from_experience(mini_batch)
         alg.after_train_iter(experience)
 
