@@ -6,10 +6,10 @@ import sys
 import pytest
 import torch
 
-import alf.algorithms.data_transformer as data_transformer
-from alf.algorithms.data_transformer_base import DataTransformer, field_paths, map_fields
-from alf.algorithms.frame_stacker import FrameStacker
-from alf.algorithms.hindsight_relabeler import (
+import alf.data_transformers.transformers as data_transformer
+from alf.data_transformers.base import DataTransformer, field_paths, map_fields
+from alf.data_transformers.frame_stacker import FrameStacker
+from alf.data_transformers.hindsight_relabeler import (
     HindsightExperienceTransformer,
     l2_distance_reward_fn,
 )
@@ -17,14 +17,14 @@ from alf.tensor_specs import TensorSpec
 
 
 @pytest.mark.parametrize(
-    "module", ["alf.algorithms.frame_stacker", "alf.algorithms.hindsight_relabeler"]
+    "module", ["alf.data_transformers.frame_stacker", "alf.data_transformers.hindsight_relabeler"]
 )
 def test_transformer_modules_import_without_data_transformer(module):
     """Importing either leaf module loads the base module only, not ``data_transformer``."""
     code = (
         f"import sys, {module}\n"
-        "print('alf.algorithms.data_transformer' in sys.modules, "
-        "'alf.algorithms.data_transformer_base' in sys.modules)"
+        "print('alf.data_transformers.transformers' in sys.modules, "
+        "'alf.data_transformers.base' in sys.modules)"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
