@@ -6,7 +6,8 @@ import sys
 import pytest
 import torch
 
-import alf.data_transformers.transformers as data_transformer
+import alf.algorithms.data_transformer as data_transformer  # ALF's path
+import alf.data_transformers
 from alf.data_transformers.base import DataTransformer, field_paths, map_fields
 from alf.data_transformers.frame_stacker import FrameStacker
 from alf.data_transformers.hindsight_relabeler import (
@@ -39,6 +40,10 @@ def test_data_transformer_reexports_the_same_objects():
     assert data_transformer.HindsightExperienceTransformer is HindsightExperienceTransformer
     assert data_transformer.l2_distance_reward_fn is l2_distance_reward_fn
     assert issubclass(data_transformer.RewardScaling, DataTransformer)
+    # the package exports every name of ALF's module, the same objects
+    assert sorted(alf.data_transformers.__all__) == sorted(data_transformer.__all__)
+    for name in data_transformer.__all__:
+        assert getattr(alf.data_transformers, name) is getattr(data_transformer, name)
 
 
 def test_field_paths_checks_the_fields():
