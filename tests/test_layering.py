@@ -43,46 +43,42 @@ LAYERS = {
     "alf.data_structures": 0,
     "alf.configuration": 0,
     "alf.config_util": 0,
-    # 1: shared utilities, summaries, metrics
+    # 1: shared utilities, summaries, metrics, the collectives of data-parallel ranks
     "alf.utils": 1,
     "alf.summary": 1,
     "alf.metrics": 1,
     "alf.initializers": 1,
+    "alf.parallel": 1,
     # 2: building blocks of algorithms
     "alf.networks": 2,
     "alf.optimizers": 2,
     "alf.experience_replayers": 2,
     # 3: environments
     "alf.environments": 3,
-    # 4: the algorithms' core: the Algorithm base, TrainerConfig, data transformers,
-    #    acting (the Actor contract and the Unroller) and the learners
-    "alf.algorithms.acting": 4,
-    "alf.algorithms.algorithm": 4,
-    "alf.algorithms.alf_trainer_fields": 4,
-    "alf.algorithms.config": 4,
-    "alf.algorithms.data_transformer": 4,
-    "alf.algorithms.data_transformer_base": 4,
-    "alf.algorithms.frame_stacker": 4,
-    "alf.algorithms.hindsight_relabeler": 4,
-    "alf.algorithms.learner": 4,
-    "alf.algorithms.learners": 4,
-    "alf.algorithms.on_policy_learner": 4,
-    "alf.algorithms.replay_learner": 4,
-    "alf.algorithms.trajectory_batching": 4,
-    "alf.algorithms.transitions": 4,
-    "alf.algorithms.unroller": 4,
-    # 5: RL algorithms, their losses, the algorithm factory
-    "alf.algorithms": 5,
-    "alf.utils.policy_export": 5,  # exports a trained policy: reads its data transformers
-    # 6: remote samplers (an Actor elsewhere)
-    "alf.samplers": 6,
-    # 7: population-based training (a member runs inside the trainer's loop)
-    "alf.pbt": 7,
-    # 8: the trainer
-    "alf.trainers": 8,
-    # 9: command lines and example confs (nothing imports them)
-    "alf.bin": 9,
-    "alf.examples": 9,
+    # 4: data transformers
+    "alf.data_transformers": 4,
+    # 5: the actor/learner machinery: acting (the Actor contract, the Unroller), learners
+    "alf.learners": 5,
+    # 6: the Algorithm base, TrainerConfig, RL algorithms, their losses, the factory (and
+    #    the old paths of what moved to layers 4 and 5)
+    "alf.algorithms": 6,
+    # 7: policy export (reads a trained policy's data transformers); remote samplers
+    "alf.export": 7,
+    "alf.utils.policy_export": 7,  # old path of alf.export.policy_export
+    "alf.utils.export_formats": 7,  # old path of alf.export.export_formats
+    "alf.samplers": 7,
+    # 8: population-based training, the trainer side (a member runs in the trainer's loop)
+    "alf.pbt": 8,
+    # 9: the trainer
+    "alf.trainers": 9,
+    # 10: tuning launchers (grid search, the PBT launcher): they run trainings as processes
+    "alf.tuning": 10,
+    "alf.utils.grid_search": 10,  # old path of alf.tuning.grid_search
+    "alf.pbt.launcher": 10,  # old path of alf.tuning.pbt.launcher
+    "alf.pbt.status": 10,  # old path of alf.tuning.pbt.status
+    # 11: command lines and example confs (nothing imports them)
+    "alf.bin": 11,
+    "alf.examples": 11,
 }
 
 
@@ -337,7 +333,7 @@ def test_no_import_circle_and_no_import_up_a_layer():
 
 
 def test_the_checks_catch_a_planted_circle_and_an_upward_import():
-    # a utility importing the trainer: up from layer 1 to 8, and a circle through
+    # a utility importing the trainer: up from layer 1 to 9, and a circle through
     # policy_trainer -> seeding; a function-level import counts as much as a top-level one
     plant = {
         "alf.utils.seeding": "def f():\n    from alf.trainers.policy_trainer import PolicyTrainer\n"
@@ -345,7 +341,7 @@ def test_the_checks_catch_a_planted_circle_and_an_upward_import():
     top_level, every = import_graph(planted=plant)
     assert not problems(top_level)
     found = problems(every)
-    assert "alf.utils.seeding (layer 1) imports alf.trainers.policy_trainer (layer 8)" in found
+    assert "alf.utils.seeding (layer 1) imports alf.trainers.policy_trainer (layer 9)" in found
     assert any(p.startswith("import circle: ") and "alf.utils.seeding" in p for p in found)
     assert any("between units" in p and "alf.trainers" in p for p in found)
     # an edge hidden behind a lazy export or the root package's __getattr__ counts too
@@ -353,7 +349,7 @@ def test_the_checks_catch_a_planted_circle_and_an_upward_import():
     found = problems(import_graph(planted=lazy)[0])
     assert (
         "alf.environments.alf_environment (layer 3) imports alf.algorithms.ppo_algorithm "
-        "(layer 5)" in found
+        "(layer 6)" in found
     )
     # same layer, both ways: a circle without any upward import
     circle = {"alf.utils.finite": "import alf.utils.checkpoint_utils\n"}

@@ -44,8 +44,8 @@ def test_alf_import_paths():
         Td3Algorithm,
         TrainerConfig,
     )
-    from alf.algorithms.data_transformer import RewardScaling
     from alf.config_util import config, configurable
+    from alf.data_transformers import RewardScaling
     from alf.environments import alf_wrappers, create_environment, suite_gym
     from alf.networks import ActorDistributionNetwork, ValueNetwork
     from alf.optimizers import Adam
@@ -57,7 +57,7 @@ def test_alf_import_paths():
     assert DqnAlgorithm.__module__ == "alf.algorithms.dqn_algorithm"
     assert PPOLoss.__module__ == "alf.algorithms.ppo_loss"
     assert TrainerConfig.__module__ == "alf.algorithms.config"
-    assert RewardScaling.__module__ == "alf.algorithms.data_transformer"
+    assert RewardScaling.__module__ == "alf.data_transformers.transformers"
     assert suite_gym is sys.modules["alf.environments.suite_gym"]
     assert alf_wrappers is sys.modules["alf.environments.alf_wrappers"]
     assert create_environment is sys.modules["alf.environments.utils"].create_environment

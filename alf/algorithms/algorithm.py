@@ -16,14 +16,14 @@ import math
 import torch
 import torch.nn as nn
 
-import alf.nest as nest
 import alf.summary
 from alf.data_structures import LossInfo
 from alf.optimizers import OptimizerSpec
+from alf.parallel import collectives
 from alf.tensor_specs import zeros_from_spec
-from alf.utils import distributed
 from alf.utils.finite import NonFiniteError
 from alf.utils.math_ops import masked_mean
+from alf.utils.torch_utils import reset_state_if_necessary  # noqa: F401 (its old home)
 
 _OPTIMIZER_KEY = "_optimizers"
 
@@ -188,11 +188,11 @@ class Algorithm(nn.Module):
             optimizer.zero_grad(set_to_none=True)
         loss.backward()
         checked = loss.detach().double()
-        if distributed.is_active():  # several learner ranks: the same gradient on each
+        if collectives.is_active():  # several learner ranks: the same gradient on each
             params = [p for _, _, group in optimizers for p in group]
             count = _valid_count(loss_info.loss, valid_masks)
             checked = torch.tensor(
-                distributed.average_gradients(params, count, loss), dtype=torch.float64
+                collectives.average_gradients(params, count, loss), dtype=torch.float64
             )
         grad_norms = {}
         summarize = alf.summary.should_record_summaries()
@@ -203,7 +203,7 @@ class Algorithm(nn.Module):
                 grad_norms[name] = spec.clip_gradients(params)
                 # (with several ranks only rank 0 summarizes: the decision below uses the
                 # norms every rank computes)
-                if spec.gradient_clipping is not None or not distributed.is_active():
+                if spec.gradient_clipping is not None or not collectives.is_active():
                     checked = checked + grad_norms[name]
         self.last_grad_norms = grad_norms
         # One host sync: a float64 sum of the loss and the norms is finite exactly when all
@@ -281,13 +281,3 @@ def _unclaimed(params, claimed: set) -> list:
             claimed.add(id(p))
             result.append(p)
     return result
-
-
-def reset_state_if_necessary(state, initial_state, reset_mask: torch.Tensor):
-    """``state`` with rows where ``reset_mask`` ``[B]`` holds replaced by ``initial_state``."""
-
-    def _reset(s, s0):
-        mask = reset_mask.reshape((-1,) + (1,) * (s.ndim - 1))
-        return torch.where(mask, s0, s)
-
-    return nest.map_structure(_reset, state, initial_state)

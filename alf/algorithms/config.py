@@ -88,12 +88,12 @@ class TrainerConfig:
             pieces: ``mini_batch_size`` segments per minibatch, padded to the
             longest and masked (padding never counts), each started from its
             rollout state. For recurrent policies (see
-            ``alf/algorithms/trajectory_batching.py`` and docs/recurrent_ppo.md).
+            ``alf/learners/trajectory_batching.py`` and docs/recurrent_ppo.md).
         whole_replay_buffer_training: replay learners (off-policy algorithms): train
             on the whole buffer, shuffled and split into minibatches, instead of
             sampling. None (default): as the algorithm's data regime has it —
             sampling for off-policy algorithms; PPO always trains on its whole
-            (latest) unroll and refuses False. See ``alf/algorithms/learners.py``.
+            (latest) unroll and refuses False. See ``alf/learners/__init__.py``.
         clear_replay_buffer: replay learners: clear the replay buffer after each
             training iteration. None (default): as the algorithm's data regime has
             it — kept for off-policy algorithms; PPO always clears and refuses False.

@@ -9,7 +9,7 @@ below the trainers and the samplers so that both can import it (importable from
 from __future__ import annotations
 
 from alf.algorithms.config import TrainerConfig
-from alf.algorithms.data_transformer import create_data_transformer
+from alf.data_transformers import create_data_transformer
 
 
 def create_algorithm(config: TrainerConfig, env, device=None):

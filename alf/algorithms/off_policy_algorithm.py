@@ -1,6 +1,6 @@
 """``OffPolicyAlgorithm``: trains from a replay buffer of raw experience.
 
-Its learner is the ``ReplayLearner`` (``alf/algorithms/learners.py``), which keeps
+Its learner is the ``ReplayLearner`` (``alf/learners/__init__.py``), which keeps
 the replay buffer and runs ALF's off-policy iteration: raw steps stored, nothing
 trained before ``initial_collect_steps``, then whole-buffer epochs or sampled
 minibatches (optionally prioritized), replayed through the data transformers.
@@ -8,8 +8,8 @@ minibatches (optionally prioritized), replayed through the data transformers.
 
 from __future__ import annotations
 
-from alf.algorithms.replay_learner import ReplayLearner
 from alf.algorithms.rl_algorithm import RLAlgorithm
+from alf.learners.replay_learner import ReplayLearner
 
 
 class OffPolicyAlgorithm(RLAlgorithm):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from alf.algorithms.on_policy_learner import OnPolicyLearner
 from alf.algorithms.rl_algorithm import RLAlgorithm
+from alf.learners.on_policy_learner import OnPolicyLearner
 
 
 class OnPolicyAlgorithm(RLAlgorithm):

@@ -21,14 +21,14 @@ import torch
 import alf
 import alf.summary
 from alf.algorithms.actor_critic_algorithm import ActorCriticAlgorithm
-from alf.algorithms.on_policy_learner import EpochLearner
 from alf.algorithms.ppo_loss import PPOLoss
 from alf.configuration.argtypes import Probability
 from alf.data_structures import Experience, LossInfo
+from alf.learners.on_policy_learner import EpochLearner
 from alf.networks.actor_distribution_networks import ActorDistributionNetwork
 from alf.networks.value_networks import ValueNetwork
+from alf.parallel import collectives
 from alf.tensor_specs import TensorSpec
-from alf.utils import distributed
 
 
 @alf.configurable
@@ -102,7 +102,7 @@ class PPOAlgorithm(ActorCriticAlgorithm):
         self._num_updates_this_iter += 1
         if self._target_kl is not None:
             # every learner rank stops together, on the ranks' mean KL
-            (approx_kl,) = distributed.mean_across_ranks([float(loss_info.extra.approx_kl)])
+            (approx_kl,) = collectives.mean_across_ranks([float(loss_info.extra.approx_kl)])
             if approx_kl > 1.5 * self._target_kl:
                 self._stop_epochs = True
         return loss_info

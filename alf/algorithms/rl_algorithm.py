@@ -2,8 +2,8 @@
 
 One training iteration (``train_iter``) is an *unroll* — ``unroll_length`` steps
 of every environment with the rollout policy, taken by the algorithm's
-``Unroller`` (the acting loop, ``alf/algorithms/unroller.py``) — followed by
-training on it by the algorithm's learner (``alf/algorithms/learners.py``), which
+``Unroller`` (the acting loop, ``alf/learners/unroller.py``) — followed by
+training on it by the algorithm's learner (``alf/learners/__init__.py``), which
 the algorithm class chooses through ``learner_class``: one update for on-policy
 algorithms, a replay buffer for off-policy ones, epochs over the latest unroll for
 PPO. ``docs/design.md`` follows one iteration through these files.
@@ -17,15 +17,16 @@ import torch
 
 import alf.nest as nest
 import alf.summary
-from alf.algorithms.acting import Actor
-from alf.algorithms.algorithm import Algorithm, reset_state_if_necessary
-from alf.algorithms.data_transformer_base import DataTransformer, IdentityDataTransformer
-from alf.algorithms.learner import Learner, sample_weights
-from alf.algorithms.unroller import AlgorithmPolicy, Unroller
+from alf.algorithms.algorithm import Algorithm
 from alf.data_structures import AlgStep, BatchInfo, Experience, LossInfo, StepType, TimeStep
+from alf.data_transformers.base import DataTransformer, IdentityDataTransformer
+from alf.learners.acting import Actor
+from alf.learners.learner import Learner, sample_weights
+from alf.learners.unroller import AlgorithmPolicy, Unroller
 from alf.metrics import EpisodeMetrics
 from alf.tensor_specs import TensorSpec
 from alf.utils.device import to_device
+from alf.utils.torch_utils import reset_state_if_necessary
 
 
 class RLAlgorithm(Algorithm):
@@ -127,7 +128,7 @@ class RLAlgorithm(Algorithm):
         return self._unroller
 
     def set_unroller(self, unroller: Actor) -> None:
-        """Act through ``unroller`` instead: another ``Actor`` (``alf/algorithms/acting.py``),
+        """Act through ``unroller`` instead: another ``Actor`` (``alf/learners/acting.py``),
         e.g. remote samplers' ``SamplerUnroller``.
 
         Raises:
@@ -135,7 +136,7 @@ class RLAlgorithm(Algorithm):
         """
         if not isinstance(unroller, Actor):
             raise TypeError(
-                f"{self._name}.set_unroller needs an alf.algorithms.acting.Actor, got "
+                f"{self._name}.set_unroller needs an alf.learners.acting.Actor, got "
                 f"{type(unroller).__name__}"
             )
         self._unroller = unroller

@@ -5,7 +5,7 @@ The run is rebuilt as ``alf.bin.play`` rebuilds it (the recorded conf and
 ``--best`` or ``--checkpoint FILE`` choose another), and its deterministic policy
 (``predict_step``, with the observation normalizer and image scaling folded in) is
 written as one file that maps a batch of raw observations to actions
-(``alf.utils.policy_export``; docs/ecosystem.md):
+(``alf.export.policy_export``; docs/ecosystem.md):
 
 * ``--format onnx`` (``.onnx``; needs ``pip install 'alf[onnx]'``): run it with
   onnxruntime or any ONNX runtime;
@@ -61,7 +61,7 @@ def _define_flags() -> None:
 def _check_flags() -> tuple[str, str, str]:
     """Validate the flags; return ``(root_dir, output, format)``."""
     from alf.bin.play import run_dir_of
-    from alf.utils.export_formats import ExportError, format_of
+    from alf.export.export_formats import ExportError, format_of
 
     if FLAGS.checkpoint is not None:
         if not os.path.isfile(FLAGS.checkpoint):
@@ -113,7 +113,7 @@ def _check_onnx_installed() -> None:
 def _build_policy(root_dir: str):
     """The checkpoint's ``ExportablePolicy`` and the checkpoint's iteration."""
     from alf.bin.play import build_experiment, load_checkpoint
-    from alf.utils.policy_export import ExportablePolicy, ExportError
+    from alf.export.policy_export import ExportablePolicy, ExportError
 
     checkpoint = None if FLAGS.checkpoint is None else os.path.abspath(FLAGS.checkpoint)
     state = load_checkpoint(root_dir, FLAGS.checkpoint_step, FLAGS.best, checkpoint)
@@ -146,7 +146,7 @@ def _describe(names, specs) -> str:
 def _write(policy, output: str, fmt: str) -> float | None:
     """Export to a file beside ``output``, check it, move it in place; return the largest
     action difference found (None: not checked)."""
-    from alf.utils.policy_export import LoadedPolicy, compare, export, sample_observations
+    from alf.export.policy_export import LoadedPolicy, compare, export, sample_observations
 
     # torch's archive writers name the archive after the file: keep output's name
     tmp_dir = tempfile.mkdtemp(dir=os.path.dirname(output), prefix=".tmp-export-")
@@ -188,7 +188,7 @@ def main(argv) -> int:
     """Export (see the module doc); return the exit status."""
     if refuse_stray_arguments("alf.bin.export", argv):
         return 2
-    from alf.utils.export_formats import ExportError
+    from alf.export.export_formats import ExportError
 
     try:
         root_dir, output, fmt = _check_flags()

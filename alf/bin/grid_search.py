@@ -2,7 +2,7 @@ r"""Grid search: ``python -m alf.bin.grid_search --conf CONF --search_config SEA
 --root_dir DIR``.
 
 Trains one run per point of the grid given by ``SEARCH.json`` (ALF's format; see
-``alf.utils.grid_search.spec``) and per repeat, each as ``python -m alf.bin.train --conf
+``alf.tuning.grid_search.spec``) and per repeat, each as ``python -m alf.bin.train --conf
 CONF --root_dir DIR/<run name> --conf_param Name.arg=<value> ...`` in its own subprocess.
 
 * ``--conf_param 'Name.arg=value'``: passed to every run (repeatable); it may not set a
@@ -55,8 +55,8 @@ from alf.bin import (
     one_line,
     refuse_stray_arguments,
 )
-from alf.utils.grid_search import record as rec
-from alf.utils.grid_search import spec as grid_spec
+from alf.tuning.grid_search import record as rec
+from alf.tuning.grid_search import spec as grid_spec
 
 flags.DEFINE_string("conf", None, "Conf file (.py or .gin) of every run.")
 flags.DEFINE_string("search_config", None, "The search config (JSON, ALF's format).")
@@ -202,8 +202,8 @@ def _new_record(plan: Plan) -> dict:
 
 
 def _run(plan: Plan) -> int:
-    from alf.utils.grid_search import summary
-    from alf.utils.grid_search.runner import Runner
+    from alf.tuning.grid_search import summary
+    from alf.tuning.grid_search.runner import Runner
 
     root_dir = plan.root_dir
     try:
@@ -242,7 +242,7 @@ def _run(plan: Plan) -> int:
 
 
 def _status(root_dir: str) -> int:
-    from alf.utils.grid_search import summary
+    from alf.tuning.grid_search import summary
 
     try:
         record = rec.read_record(root_dir)

@@ -1,4 +1,4 @@
-"""Data-parallel learner processes for ``alf.bin.train`` (see ``alf.utils.distributed``).
+"""Data-parallel learner processes for ``alf.bin.train`` (see ``alf.parallel.collectives``).
 
 ``python -m alf.bin.train --num_processes K ...`` starts K learner ranks on this machine
 (``alf.bin.train`` with the same arguments, without ``--num_processes``) and watches
@@ -27,11 +27,11 @@ import subprocess
 import sys
 import time
 
+from alf.parallel import collectives
 from alf.trainers import data_parallel
-from alf.utils import distributed
 
 #: the error of a collective whose peer died or hung past the timeout (one line)
-PEER_ERRORS = (distributed.PeerFailure,)
+PEER_ERRORS = (collectives.PeerFailure,)
 
 
 def rank_from_env() -> int:
@@ -64,7 +64,7 @@ def start(num_processes: int, argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
-    if distributed.launched_by_torchrun():
+    if collectives.launched_by_torchrun():
         print(
             "alf.bin.train: error: --num_processes starts the ranks itself; under torchrun, "
             "give the number of processes to torchrun (--nproc_per_node) only",
@@ -176,7 +176,7 @@ def _stop(ranks: list[subprocess.Popen]) -> None:
 
 def finish() -> None:
     """Leave the process group (if any)."""
-    distributed.destroy_process_group()
+    collectives.destroy_process_group()
 
 
 def record_details(seed: int) -> dict:

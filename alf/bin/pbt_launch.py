@@ -14,7 +14,7 @@ their hyperparameters). The conf sets ``PBTConfig`` (``mutation`` at least; see
 * ``--member_conf_param 'K:Name.arg=value'``: passed to member ``K`` only (repeatable),
   e.g. ``'1:PBTConfig.initial_values={"Adam.lr": 1e-6}'``.
 * ``--max_parallel P``: most members at once (default ``N``). When ``P < N`` the members
-  run in turns, each to its next PBT check (``alf.pbt.launcher``).
+  run in turns, each to its next PBT check (``alf.tuning.pbt.launcher``).
 * ``--max_restarts R``: a member that crashes (non-zero exit other than 2, e.g. killed) is
   started again from its checkpoint at most ``R`` times (default 3).
 * ``--backend processes|slurm``: local subprocesses (default; with GPUs, spread
@@ -154,7 +154,7 @@ def _check_conf(conf: str, params: list[str], workspace: str, what: str) -> int 
 
 def make_plan(workspace: str) -> Plan:
     """Check the flags, the conf and an earlier launch; write nothing."""
-    from alf.pbt import launcher
+    from alf.tuning.pbt import launcher
 
     if not FLAGS.conf:
         raise SetupError("--conf is required")
@@ -199,7 +199,7 @@ def make_plan(workspace: str) -> Plan:
 
 
 def _previous_record(workspace: str, num_policies: int) -> dict[int, dict]:
-    from alf.pbt import launcher
+    from alf.tuning.pbt import launcher
 
     try:
         record = launcher.read_record(workspace)
@@ -216,7 +216,7 @@ def _previous_record(workspace: str, num_policies: int) -> dict[int, dict]:
 
 
 def _backend(workspace: str):
-    from alf.pbt import launcher
+    from alf.tuning.pbt import launcher
 
     if FLAGS.backend == "slurm":
         parameters = {
@@ -245,7 +245,7 @@ def _check_backend() -> None:
 
 
 def _run(plan: Plan) -> int:
-    from alf.pbt import launcher, status
+    from alf.tuning.pbt import launcher, status
 
     workspace = plan.workspace
     try:
@@ -289,7 +289,7 @@ def _run(plan: Plan) -> int:
 
 
 def _status(workspace: str) -> int:
-    from alf.pbt import launcher, status
+    from alf.tuning.pbt import launcher, status
 
     try:
         record = launcher.read_record(workspace)

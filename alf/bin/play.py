@@ -244,7 +244,7 @@ def play_episodes(algorithm, env, num_episodes: int, on_frame=None, on_episode=N
         ``[(episode_return, length)]``; a return is a float, or a list of floats
         for a vector reward.
     """
-    from alf.algorithms.unroller import AlgorithmPolicy, Unroller
+    from alf.learners.unroller import AlgorithmPolicy, Unroller
     from alf.metrics import EpisodeMetrics
 
     report = _EpisodeReport(on_episode)

@@ -18,7 +18,7 @@ ALF_CONFIGURABLES = {
     "alf.algorithms.actor_critic_loss": ("ActorCriticLoss",),
     "alf.algorithms.agent": ("Agent",),
     "alf.algorithms.config": ("TrainerConfig",),
-    "alf.algorithms.data_transformer": (
+    "alf.data_transformers.transformers": (
         "ImageScaleTransformer",
         "ObservationNormalizer",
         "RewardClipping",
@@ -29,8 +29,8 @@ ALF_CONFIGURABLES = {
     "alf.algorithms.ddpg_algorithm": ("DdpgAlgorithm", "Td3Algorithm"),
     "alf.algorithms.dqn_algorithm": ("DqnAlgorithm",),
     "alf.algorithms.entropy_target_algorithm": ("EntropyTargetAlgorithm",),
-    "alf.algorithms.frame_stacker": ("FrameStacker",),
-    "alf.algorithms.hindsight_relabeler": (
+    "alf.data_transformers.frame_stacker": ("FrameStacker",),
+    "alf.data_transformers.hindsight_relabeler": (
         "HindsightExperienceTransformer",
         "l2_distance_reward_fn",
     ),

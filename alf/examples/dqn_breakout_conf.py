@@ -24,8 +24,8 @@ epsilon 0.05 (Mnih et al. 2015's evaluation protocol) on whole games.
 """
 
 import alf
-from alf.algorithms.data_transformer import FrameStacker, ImageScaleTransformer, RewardClipping
 from alf.algorithms.dqn_algorithm import DqnAlgorithm
+from alf.data_transformers import FrameStacker, ImageScaleTransformer, RewardClipping
 from alf.environments import suite_atari
 from alf.examples.atari_networks import NATURE_CNN_CONV_LAYER_PARAMS, NATURE_CNN_FC_LAYER_PARAMS
 from alf.networks.q_networks import QNetwork

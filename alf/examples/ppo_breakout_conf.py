@@ -31,9 +31,9 @@ import functools
 import torch
 
 import alf
-from alf.algorithms.data_transformer import FrameStacker, ImageScaleTransformer, RewardClipping
 from alf.algorithms.ppo_algorithm import PPOAlgorithm
 from alf.algorithms.ppo_loss import PPOLoss
+from alf.data_transformers import FrameStacker, ImageScaleTransformer, RewardClipping
 from alf.environments import suite_atari
 from alf.examples.atari_networks import nature_cnn_encoder
 from alf.networks.actor_distribution_networks import ActorDistributionNetwork

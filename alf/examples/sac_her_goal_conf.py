@@ -23,9 +23,9 @@ import functools
 import torch
 
 import alf
-from alf.algorithms.data_transformer import HindsightExperienceTransformer, l2_distance_reward_fn
 from alf.algorithms.sac_algorithm import SacAlgorithm, SquashedNormalActorNetwork
 from alf.algorithms.td_loss import OneStepTDLoss
+from alf.data_transformers import HindsightExperienceTransformer, l2_distance_reward_fn
 from alf.networks.critic_networks import CriticNetwork
 from alf.optimizers import Adam
 

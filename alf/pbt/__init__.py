@@ -25,7 +25,7 @@ Wired into alf:
     where a mutable ``Name.arg`` lives in a built algorithm, and changing it there.
 ``alf.pbt.member``
     ``PBTMember``: the hook ``PolicyTrainer`` calls after each iteration.
-``alf.pbt.launcher`` and ``alf.pbt.status``
+``alf.tuning.pbt.launcher`` and ``alf.tuning.pbt.status``
     running the members as processes or Slurm jobs, and the population table, for
     ``alf.bin.pbt_launch``.
 

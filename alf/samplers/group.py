@@ -81,13 +81,13 @@ class Samplers:
         """Make the samplers ``algorithm``'s actor (its ``unroller``).
 
         Raises:
-            ValueError: ``SamplerConfig.max_policy_lag > 0`` for an algorithm that is not
-                off-policy (lagged data is only valid for replay learning).
+            ValueError: ``SamplerConfig.max_policy_lag > 0`` for an algorithm whose learner
+                does not train off-policy (lagged data is only valid for replay learning;
+                the algorithm's ``learner_class`` says, so no algorithm class is named here).
         """
-        from alf.algorithms.off_policy_algorithm import OffPolicyAlgorithm
-
         lag = self.pool.config.max_policy_lag
-        if lag > 0 and not isinstance(algorithm, OffPolicyAlgorithm):
+        learner = getattr(algorithm, "learner_class", None)
+        if lag > 0 and not (learner is not None and learner.trains_off_policy):
             raise ValueError(
                 f"SamplerConfig.max_policy_lag={lag} needs an off-policy algorithm (SAC, "
                 f"DDPG/TD3, DQN); {type(algorithm).__name__} trains on its own policy's "

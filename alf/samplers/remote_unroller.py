@@ -1,6 +1,6 @@
 """``SamplerUnroller``: the learner's actor when the acting runs in remote samplers.
 
-It is an ``Actor`` (``alf/algorithms/acting.py``), as the in-process ``Unroller`` is
+It is an ``Actor`` (``alf/learners/acting.py``), as the in-process ``Unroller`` is
 (``unroll``, ``restart``, ``prenormalize``, ``metrics``, ``env``, ``policy``), so
 ``train_iter``, the learners and the trainer are unchanged: each ``unroll`` returns
 the ``Unroll`` of all ``S * E`` envs, rows in sampler order (sampler ``w``'s envs are
@@ -27,9 +27,9 @@ import logging
 
 import alf.nest as nest
 import alf.summary
-from alf.algorithms.acting import Actor, Unroll
-from alf.algorithms.data_transformer import prenormalizing
-from alf.algorithms.unroller import AlgorithmPolicy
+from alf.data_transformers import prenormalizing
+from alf.learners.acting import Actor, Unroll
+from alf.learners.unroller import AlgorithmPolicy
 from alf.metrics import EpisodeMetrics
 from alf.samplers.pool import REPLACED
 from alf.samplers.server import InferenceServer, cat_nests

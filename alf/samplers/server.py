@@ -15,7 +15,7 @@ sampler therefore delays the others by at most ``batch_timeout`` per step (a dea
 not at all: it is replaced, and its fragment of the unroll is redone from a reset).
 
 The per-env state and the policy step are the in-process ``Unroller``'s own: the server
-keeps one ``ActorCore`` (``alf/algorithms/acting.py``) over the ``S * E`` rows and steps
+keeps one ``ActorCore`` (``alf/learners/acting.py``) over the ``S * E`` rows and steps
 the rows of each batch with it (all rows at once when the batch is full); the bootstrap
 row is ``ActorCore.bootstrap``, as in-process. A full batch is therefore exactly the
 in-process ``Unroller``'s step on ``S * E`` envs (the same rows in the same order, drawing
@@ -32,7 +32,7 @@ import time
 import torch
 
 import alf.nest as nest
-from alf.algorithms.acting import ActorCore, experience_of
+from alf.learners.acting import ActorCore, experience_of
 from alf.samplers.pool import REPLACED
 from alf.utils.device import to_cpu
 from alf.utils.finite import check_time_step

@@ -34,7 +34,7 @@ from typing import NamedTuple
 import torch
 
 import alf.nest as nest
-from alf.algorithms.unroller import AlgorithmPolicy, Unroller
+from alf.learners.unroller import AlgorithmPolicy, Unroller
 from alf.metrics import EpisodeMetrics
 from alf.samplers.actor_rng import ActorGenerator
 from alf.utils import device as device_utils

@@ -1,4 +1,5 @@
-"""What ``PolicyTrainer`` does differently with several learner ranks (``alf.utils.distributed``).
+"""What ``PolicyTrainer`` does differently with several learner ranks
+(``alf.parallel.collectives``).
 
 * **Seeds.** The run has one seed (``TrainerConfig.random_seed``, rank 0's when drawn);
   rank ``r`` seeds its generators and environments with ``rank_seed(seed, r)`` (rank 0
@@ -18,7 +19,8 @@ from __future__ import annotations
 import logging
 import math
 
-from alf.utils import distributed, seeding
+from alf.parallel import collectives
+from alf.utils import seeding
 
 _RANK_SALT = 104729
 
@@ -32,12 +34,12 @@ def seed_this_rank(seed: int | None) -> tuple[int, int]:
     """``(the run's seed, this rank's seed)``: ``seed``, else one drawn (by rank 0 with
     several ranks, shared with the others), and ``rank_seed`` of it; seeds python, numpy
     and torch with this rank's and logs one line saying both."""
-    if not distributed.is_active():
+    if not collectives.is_active():
         seed = seeding.set_random_seed(seed)
         return seed, seed
     drawn = seed is None
     run_seed = shared_seed(seeding.draw_seed() if drawn else int(seed))
-    rank = distributed.rank()
+    rank = collectives.rank()
     own = rank_seed(run_seed, rank)
     seeding.seed_generators(own)
     logging.info(
@@ -45,7 +47,7 @@ def seed_this_rank(seed: int | None) -> tuple[int, int]:
         run_seed,
         "no random_seed given: drawn by rank 0" if drawn else "given",
         rank,
-        distributed.world_size(),
+        collectives.world_size(),
         run_seed,
         rank,
         own,
@@ -55,14 +57,14 @@ def seed_this_rank(seed: int | None) -> tuple[int, int]:
 
 def shared_seed(seed: int | None) -> int | None:
     """Rank 0's ``seed`` on every rank (a drawn seed must be the same for all of them)."""
-    if not distributed.is_active():
+    if not collectives.is_active():
         return seed
-    return distributed.all_gather_objects(seed)[0]
+    return collectives.all_gather_objects(seed)[0]
 
 
 def per_rank(total: int | None, name: str) -> int | None:
     """``total / K`` for the global setting ``name``; an error when K does not divide it."""
-    k = distributed.world_size()
+    k = collectives.world_size()
     if total is None or k == 1:
         return total
     if total % k:
@@ -83,9 +85,9 @@ def configured_num_envs() -> int:
 def merged_results(results: dict) -> dict:
     """The ranks' ``EpisodeMetrics.results()`` merged: sums of the counts, means of the
     averages over the ranks that finished an episode (same dict on every rank)."""
-    if not distributed.is_active():
+    if not collectives.is_active():
         return results
-    gathered = distributed.all_gather_objects({k: _as_float(v) for k, v in results.items()})
+    gathered = collectives.all_gather_objects({k: _as_float(v) for k, v in results.items()})
     merged = {}
     for name in results:
         values = [r[name] for r in gathered if name in r]
@@ -109,16 +111,16 @@ def _as_float(value) -> float:
 
 def gathered_rng_states() -> list | None:
     """Every rank's RNG states (rank order), or None for a single process."""
-    if not distributed.is_active():
+    if not collectives.is_active():
         return None
-    return distributed.all_gather_objects(seeding.get_rng_state())
+    return collectives.all_gather_objects(seeding.get_rng_state())
 
 
 def own_rng_state(state: dict) -> dict | None:
     """This rank's RNG states from a checkpoint ``state``; None when the checkpoint was
     written by another number of ranks and this is not rank 0 (the caller reseeds)."""
     per_rank_states = state.get("rng_per_rank")
-    k, r = distributed.world_size(), distributed.rank()
+    k, r = collectives.world_size(), collectives.rank()
     if per_rank_states is not None and len(per_rank_states) == k:
         return per_rank_states[r]
     return state["rng"] if r == 0 else None

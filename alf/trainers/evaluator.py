@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from alf.algorithms.unroller import AlgorithmPolicy, Unroller
 from alf.environments.step_guard import StepInterrupted
+from alf.learners.unroller import AlgorithmPolicy, Unroller
 from alf.metrics import EpisodeMetrics
 
 

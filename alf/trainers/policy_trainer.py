@@ -46,6 +46,7 @@ from alf.algorithms.factory import create_algorithm  # (also importable from her
 from alf.environments.process_protocol import EnvironmentProcessError
 from alf.environments.step_guard import EnvironmentStepTimeout, StepInterrupted
 from alf.environments.utils import create_environment
+from alf.parallel import collectives
 from alf.pbt.member import create_member as create_pbt_member
 from alf.samplers.group import create_samplers
 from alf.trainers import data_parallel
@@ -54,7 +55,7 @@ from alf.trainers.progress import ProgressBar
 from alf.trainers.signals import SignalCatcher
 from alf.trainers.tracking import Tracking, check_config
 from alf.utils import device as device_utils
-from alf.utils import distributed, init_from, malloc, seeding, torch_utils
+from alf.utils import init_from, malloc, seeding, torch_utils
 from alf.utils.checkpoint_utils import Checkpointer, CheckpointError, check_resumable, run_identity
 from alf.utils.schedulers import update_progress
 
@@ -77,7 +78,7 @@ class PolicyTrainer:
         self._config = config
         self._root_dir = os.path.abspath(os.path.expanduser(config.root_dir))
         self._device = device_utils.set_device(config.device)
-        distributed.init_process_group_from_env(self._device)  # several learner ranks
+        collectives.init_process_group_from_env(self._device)  # several learner ranks
         self._seed, self._rank_seed = data_parallel.seed_this_rank(config.random_seed)
         config.random_seed = self._seed
         torch_utils.configure_cpu_math(
@@ -104,7 +105,7 @@ class PolicyTrainer:
         config = self._config
         check_config(config)
         self._env = self._create_env()
-        evaluate = config.evaluate and distributed.is_main()  # rank 0 evaluates
+        evaluate = config.evaluate and collectives.is_main()  # rank 0 evaluates
         self._eval_env = self._create_eval_env() if evaluate else None
         self._algorithm = self._create_algorithm()
         if self._samplers is not None:
@@ -118,7 +119,7 @@ class PolicyTrainer:
         self._init_from_checkpoint = self._maybe_init_from()
         # population-based training (alf.pbt.member): None unless PBTConfig.workspace is set
         self._pbt = create_pbt_member(self, self._root_dir, self._resume_state)
-        if self._pbt is not None and distributed.is_active():
+        if self._pbt is not None and collectives.is_active():
             raise ValueError(
                 "PBTConfig.workspace is set: a population member trains in one process "
                 "(drop --num_processes)"
@@ -158,7 +159,7 @@ class PolicyTrainer:
         ``self._samplers`` holds them). With K learner ranks, each has ``1/K`` of the envs
         and of the minibatch (``alf.trainers.data_parallel``), and its own samplers."""
         kwargs = {}
-        if distributed.is_active():
+        if collectives.is_active():
             cfg = self._config
             kwargs["num_parallel_environments"] = data_parallel.per_rank(
                 data_parallel.configured_num_envs(), "create_environment.num_parallel_environments"
@@ -279,10 +280,10 @@ class PolicyTrainer:
         """
         start = time.time()
         rng_per_rank = None
-        if collective and distributed.is_active():
+        if collective and collectives.is_active():
             rng_per_rank = data_parallel.gathered_rng_states()
-            distributed.barrier()
-        if distributed.is_main():
+            collectives.barrier()
+        if collectives.is_main():
             state = self._checkpoint_state()
             if rng_per_rank is not None:
                 state["rng_per_rank"] = rng_per_rank
@@ -346,7 +347,7 @@ class PolicyTrainer:
             return
         logging.warning("Resuming with the run's random seed %d instead of %d", seed, self._seed)
         self._seed = seed
-        self._rank_seed = data_parallel.rank_seed(seed, distributed.rank())
+        self._rank_seed = data_parallel.rank_seed(seed, collectives.rank())
         self._config.random_seed = seed
         self._evaluator = self._create_evaluator()
 
@@ -362,7 +363,7 @@ class PolicyTrainer:
         try:
             restored = self._restore()
             self._open_writers()
-            distributed.broadcast_state(self._algorithm)  # all ranks start from rank 0's
+            collectives.broadcast_state(self._algorithm)  # all ranks start from rank 0's
             if not restored:
                 self._prenormalize()
             with contextlib.nullcontext(catcher) if catcher else SignalCatcher() as active:
@@ -377,7 +378,7 @@ class PolicyTrainer:
         if num_steps <= 0:
             return
         start = time.time()
-        (steps,) = distributed.sum_across_ranks([self._algorithm.prenormalize(num_steps)])
+        (steps,) = collectives.sum_across_ranks([self._algorithm.prenormalize(num_steps)])
         self._env_steps += int(steps)
         logging.info(
             "Prenormalization: %d env steps in %.1fs", self._env_steps, time.time() - start
@@ -385,7 +386,7 @@ class PolicyTrainer:
 
     def _open_writers(self) -> None:
         """Summary writers, HParams and wandb (``alf.trainers.tracking``): rank 0 alone."""
-        if distributed.is_main():
+        if collectives.is_main():
             self._tracking = Tracking(self._root_dir, self._config, self._seed)
             self._writers = self._tracking.writers
 
@@ -406,7 +407,7 @@ class PolicyTrainer:
 
     def _train(self) -> None:
         progress_bar = ProgressBar(
-            enabled=self._config.progress_bar and sys.stdout.isatty() and distributed.is_main()
+            enabled=self._config.progress_bar and sys.stdout.isatty() and collectives.is_main()
         )
         try:
             self._train_loop(progress_bar)
@@ -449,16 +450,16 @@ class PolicyTrainer:
     def _stop_agreed(self) -> bool:
         """A stop signal arrived (with several learner ranks: at any rank, as agreed at the
         end of the last iteration, so that all of them stop after the same one)."""
-        if distributed.is_active():
+        if collectives.is_active():
             return self._stop_everywhere
         return self._catcher.caught is not None
 
     def _agree_on_steps(self, steps: int | None) -> int | None:
         """The env steps of the iteration over all ranks (None when any rank abandoned it);
         also agrees on a stop signal any rank received."""
-        if not distributed.is_active():
+        if not collectives.is_active():
             return steps
-        total, abandoned, stopping = distributed.sum_across_ranks(
+        total, abandoned, stopping = collectives.sum_across_ranks(
             [steps or 0, steps is None, self._catcher.caught is not None]
         )
         self._stop_everywhere = stopping > 0

@@ -1,28 +1,15 @@
-"""The file formats of exported policies (``alf.utils.policy_export``), importable without
-torch, so that ``alf.bin.export`` checks its flags at once."""
+"""Moved to ``alf.export.export_formats``; this path keeps older imports working."""
 
-from __future__ import annotations
+from alf.export.export_formats import (  # noqa: F401
+    EXTENSIONS,
+    FORMATS,
+    ExportError,
+    format_of,
+)
 
-import os
-
-FORMATS = ("onnx", "torchscript", "torch_export")
-EXTENSIONS = {".onnx": "onnx", ".pt": "torchscript", ".ts": "torchscript", ".pt2": "torch_export"}
-
-
-class ExportError(ValueError):
-    """The policy cannot be exported (one line saying why)."""
-
-
-def format_of(path: str, fmt: str | None = None) -> str:
-    """The export format: ``fmt`` when given, else from ``path``'s extension."""
-    if fmt is not None:
-        if fmt not in FORMATS:
-            raise ExportError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-        return fmt
-    ext = os.path.splitext(path)[1].lower()
-    if ext not in EXTENSIONS:
-        raise ExportError(
-            f"cannot tell the format of --output {path}: use an extension of "
-            f"{', '.join(EXTENSIONS)} or give --format"
-        )
-    return EXTENSIONS[ext]
+__all__ = [
+    "EXTENSIONS",
+    "ExportError",
+    "FORMATS",
+    "format_of",
+]

@@ -17,7 +17,7 @@ samples once more than ``speed`` have been seen (ALF's "adaptive" averaging),
 so statistics can follow a drifting distribution.
 
 The statistics are registered buffers, so they are saved in checkpoints. With several
-learner ranks (``alf.utils.distributed``) each update merges the union of all ranks'
+learner ranks (``alf.parallel.collectives``) each update merges the union of all ranks'
 batches (``pooled_moments``), so every rank keeps the same statistics, those of the
 concatenated data.
 """
@@ -29,7 +29,7 @@ import torch.nn as nn
 
 import alf
 import alf.nest as nest
-from alf.utils import distributed
+from alf.parallel import collectives
 
 
 class RunningMeanVar(nn.Module):
@@ -57,10 +57,10 @@ class RunningMeanVar(nn.Module):
         if not self._shape:
             x = x.reshape(-1)
         m = x.shape[0]
-        if distributed.is_active():  # every rank merges the union of the ranks' batches
+        if collectives.is_active():  # every rank merges the union of the ranks' batches
             batch_mean = x.mean(0) if m else torch.zeros_like(self.mean)
             batch_var = x.var(0, unbiased=False) if m else torch.zeros_like(self.var)
-            m, batch_mean, batch_var = distributed.pooled_moments(m, batch_mean, batch_var)
+            m, batch_mean, batch_var = collectives.pooled_moments(m, batch_mean, batch_var)
         elif m:
             batch_mean = x.mean(0)
             batch_var = x.var(0, unbiased=False)

@@ -1,4 +1,4 @@
-"""Small torch helpers shared by algorithms."""
+"""Small torch helpers shared by algorithms and the acting loop."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import logging
 
 import numpy as np
 import torch
+
+import alf.nest as nest
 
 
 @contextlib.contextmanager
@@ -83,3 +85,13 @@ _NUMPY_DTYPES = {
     torch.complex64: np.complex64,
     torch.complex128: np.complex128,
 }
+
+
+def reset_state_if_necessary(state, initial_state, reset_mask: torch.Tensor):
+    """``state`` with rows where ``reset_mask`` ``[B]`` holds replaced by ``initial_state``."""
+
+    def _reset(s, s0):
+        mask = reset_mask.reshape((-1,) + (1,) * (s.ndim - 1))
+        return torch.where(mask, s0, s)
+
+    return nest.map_structure(_reset, state, initial_state)

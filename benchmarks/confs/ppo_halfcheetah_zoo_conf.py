@@ -10,7 +10,7 @@ alf's ``update_mode='rollout'`` applies an unroll's statistics when its iteratio
 import functools
 
 import alf
-from alf.algorithms.data_transformer import ObservationNormalizer, RewardNormalizer
+from alf.data_transformers import ObservationNormalizer, RewardNormalizer
 
 alf.import_config("ppo_halfcheetah_bench_conf.py")
 

@@ -1,4 +1,4 @@
-"""The acting contract (``alf/algorithms/acting.py``): both actors declare ``Actor`` with its
+"""The acting contract (``alf/learners/acting.py``): both actors declare ``Actor`` with its
 signatures; ``ActorCore`` steps any subset of its rows as it steps the whole batch; the
 public hand-over of data-transformer statistics and of the actor context that remote
 actors use.
@@ -16,15 +16,15 @@ import pytest
 import torch
 
 import alf.nest as nest
-from alf.algorithms.acting import Actor, ActorCore
-from alf.algorithms.data_transformer import (
+from alf.data_structures import StepType, TimeStep
+from alf.data_transformers import (
     ObservationNormalizer,
     RewardNormalizer,
     SequentialDataTransformer,
 )
-from alf.algorithms.frame_stacker import FrameStacker
-from alf.algorithms.unroller import AlgorithmPolicy, Unroller
-from alf.data_structures import StepType, TimeStep
+from alf.data_transformers.frame_stacker import FrameStacker
+from alf.learners.acting import Actor, ActorCore
+from alf.learners.unroller import AlgorithmPolicy, Unroller
 from alf.samplers.remote_unroller import SamplerUnroller
 from alf.tensor_specs import TensorSpec
 from tests.algorithms.algorithm_test_utils import counting_env
@@ -56,7 +56,7 @@ def test_set_unroller_takes_only_an_actor():
     try:
         alg = ProbeAlgorithm(env, recurrent=False)
         assert isinstance(alg.unroller, Actor) and alg.unroller.batch_size == 2
-        with pytest.raises(TypeError, match="needs an alf.algorithms.acting.Actor, got object"):
+        with pytest.raises(TypeError, match="needs an alf.learners.acting.Actor, got object"):
             alg.set_unroller(object())
         other = Unroller(AlgorithmPolicy(alg), env)
         alg.set_unroller(other)

@@ -18,7 +18,10 @@ import torch.nn as nn
 
 import alf.nest as nest
 from alf.algorithms.config import TrainerConfig
-from alf.algorithms.data_transformer import (
+from alf.algorithms.off_policy_algorithm import OffPolicyAlgorithm
+from alf.algorithms.on_policy_algorithm import OnPolicyAlgorithm
+from alf.data_structures import AlgStep, Experience, LossInfo, StepType, TimeStep
+from alf.data_transformers import (
     FrameStacker,
     HindsightExperienceTransformer,
     IdentityDataTransformer,
@@ -33,9 +36,6 @@ from alf.algorithms.data_transformer import (
     l2_distance_reward_fn,
     prenormalizing,
 )
-from alf.algorithms.off_policy_algorithm import OffPolicyAlgorithm
-from alf.algorithms.on_policy_algorithm import OnPolicyAlgorithm
-from alf.data_structures import AlgStep, Experience, LossInfo, StepType, TimeStep
 from alf.environments import suite_gym
 from alf.environments.utils import create_environment
 from alf.experience_replayers.replay_buffer import ReplayBuffer

@@ -6,10 +6,11 @@ import sys
 import pytest
 import torch
 
-import alf.algorithms.data_transformer as data_transformer
-from alf.algorithms.data_transformer_base import DataTransformer, field_paths, map_fields
-from alf.algorithms.frame_stacker import FrameStacker
-from alf.algorithms.hindsight_relabeler import (
+import alf.algorithms.data_transformer as data_transformer  # ALF's path
+import alf.data_transformers
+from alf.data_transformers.base import DataTransformer, field_paths, map_fields
+from alf.data_transformers.frame_stacker import FrameStacker
+from alf.data_transformers.hindsight_relabeler import (
     HindsightExperienceTransformer,
     l2_distance_reward_fn,
 )
@@ -17,14 +18,14 @@ from alf.tensor_specs import TensorSpec
 
 
 @pytest.mark.parametrize(
-    "module", ["alf.algorithms.frame_stacker", "alf.algorithms.hindsight_relabeler"]
+    "module", ["alf.data_transformers.frame_stacker", "alf.data_transformers.hindsight_relabeler"]
 )
 def test_transformer_modules_import_without_data_transformer(module):
     """Importing either leaf module loads the base module only, not ``data_transformer``."""
     code = (
         f"import sys, {module}\n"
-        "print('alf.algorithms.data_transformer' in sys.modules, "
-        "'alf.algorithms.data_transformer_base' in sys.modules)"
+        "print('alf.data_transformers.transformers' in sys.modules, "
+        "'alf.data_transformers.base' in sys.modules)"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
@@ -39,6 +40,10 @@ def test_data_transformer_reexports_the_same_objects():
     assert data_transformer.HindsightExperienceTransformer is HindsightExperienceTransformer
     assert data_transformer.l2_distance_reward_fn is l2_distance_reward_fn
     assert issubclass(data_transformer.RewardScaling, DataTransformer)
+    # the package exports every name of ALF's module, the same objects
+    assert sorted(alf.data_transformers.__all__) == sorted(data_transformer.__all__)
+    for name in data_transformer.__all__:
+        assert getattr(alf.data_transformers, name) is getattr(data_transformer, name)
 
 
 def test_field_paths_checks_the_fields():

@@ -8,11 +8,11 @@ import torch
 from alf.algorithms.actor_critic_algorithm import ActorCriticAlgorithm
 from alf.algorithms.config import TrainerConfig
 from alf.algorithms.dqn_algorithm import DqnAlgorithm
-from alf.algorithms.learners import EpochLearner, OnPolicyLearner, ReplayLearner
 from alf.algorithms.off_policy_algorithm import OffPolicyAlgorithm
 from alf.algorithms.on_policy_algorithm import OnPolicyAlgorithm
 from alf.algorithms.ppo_algorithm import PPOAlgorithm
 from alf.algorithms.sac_algorithm import SacAlgorithm
+from alf.learners import EpochLearner, OnPolicyLearner, ReplayLearner
 from alf.networks.q_networks import QNetwork
 from alf.optimizers import Adam
 from alf.utils import seeding

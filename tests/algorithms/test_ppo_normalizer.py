@@ -6,9 +6,9 @@ import functools
 import pytest
 
 from alf.algorithms.config import TrainerConfig
-from alf.algorithms.data_transformer import ObservationNormalizer, create_data_transformer
 from alf.algorithms.ppo_algorithm import PPOAlgorithm
 from alf.algorithms.ppo_loss import PPOLoss
+from alf.data_transformers import ObservationNormalizer, create_data_transformer
 from alf.environments.utils import create_environment
 from alf.optimizers import Adam
 from alf.utils import seeding

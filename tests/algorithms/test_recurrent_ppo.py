@@ -12,9 +12,9 @@ from alf.algorithms.algorithm import masked_mean
 from alf.algorithms.config import TrainerConfig
 from alf.algorithms.ppo_algorithm import PPOAlgorithm
 from alf.algorithms.ppo_loss import PPOLoss
-from alf.algorithms.trajectory_batching import episode_segments, trajectory_mini_batches
 from alf.data_structures import Experience, StepType, TimeStep
 from alf.environments.utils import create_environment
+from alf.learners.trajectory_batching import episode_segments, trajectory_mini_batches
 from alf.networks.actor_distribution_networks import ActorDistributionNetwork
 from alf.networks.rnn_networks import ActorDistributionRNNNetwork, ValueRNNNetwork
 from alf.networks.value_networks import ValueNetwork

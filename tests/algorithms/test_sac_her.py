@@ -8,13 +8,13 @@ import pytest
 import torch
 
 from alf.algorithms.config import TrainerConfig
-from alf.algorithms.data_transformer import (
+from alf.algorithms.sac_algorithm import SacAlgorithm, SquashedNormalActorNetwork
+from alf.algorithms.td_loss import OneStepTDLoss
+from alf.data_transformers import (
     HindsightExperienceTransformer,
     create_data_transformer,
     l2_distance_reward_fn,
 )
-from alf.algorithms.sac_algorithm import SacAlgorithm, SquashedNormalActorNetwork
-from alf.algorithms.td_loss import OneStepTDLoss
 from alf.environments.utils import create_environment
 from alf.networks.critic_networks import CriticNetwork
 from alf.optimizers import Adam

@@ -16,11 +16,11 @@ import types
 import pytest
 import torch
 
-from alf.algorithms.data_transformer import RewardScaling, SequentialDataTransformer
-from alf.algorithms.frame_stacker import FrameStacker
 from alf.algorithms.rl_algorithm import RLAlgorithm
-from alf.algorithms.unroller import AlgorithmPolicy, Unroller
 from alf.data_structures import AlgStep, StepType
+from alf.data_transformers import RewardScaling, SequentialDataTransformer
+from alf.data_transformers.frame_stacker import FrameStacker
+from alf.learners.unroller import AlgorithmPolicy, Unroller
 from alf.metrics import EpisodeMetrics
 from alf.tensor_specs import TensorSpec
 from tests.algorithms.algorithm_test_utils import counting_env

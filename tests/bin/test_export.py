@@ -1,4 +1,4 @@
-"""``alf.bin.export`` and ``alf.utils.policy_export`` on real tiny runs: PPO CartPole
+"""``alf.bin.export`` and ``alf.export.policy_export`` on real tiny runs: PPO CartPole
 (discrete, MLP), PPO Pendulum (continuous, with an ``ObservationNormalizer``) and PPO on an
 image env (a conv network, with ``ImageScaleTransformer``; separate networks, and one conv
 encoder shared by the actor and value heads).
@@ -18,10 +18,10 @@ import pytest
 import torch
 
 import alf
-from alf.algorithms.unroller import AlgorithmPolicy, policy_step
 from alf.data_structures import StepType, TimeStep
+from alf.export import policy_export
+from alf.learners.unroller import AlgorithmPolicy, policy_step
 from alf.tensor_specs import zeros_from_spec
-from alf.utils import policy_export
 from tests.bin.test_train_play import REPO, finish, start
 
 CONFS = os.path.join(REPO, "tests", "confs")
@@ -214,7 +214,7 @@ def test_quiet_exporters_silences_the_libraries_and_keeps_alf_and_errors():
             assert not onnx_logger.isEnabledFor(logging.WARNING)
             assert torch_logger.isEnabledFor(logging.ERROR)
             assert logging.getLogger("alf.x").isEnabledFor(logging.getLogger().level)
-            for module in ("torch.utils._pytree", "copyreg", "alf.utils.policy_export"):
+            for module in ("torch.utils._pytree", "copyreg", "alf.export.policy_export"):
                 warnings.warn_explicit("deprecated", FutureWarning, "f.py", 1, module=module)
             tracer = torch.jit.TracerWarning
             warnings.warn_explicit("traced", tracer, "f.py", 3, module="alf.utils.dist_utils")

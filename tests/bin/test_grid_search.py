@@ -13,9 +13,9 @@ import time
 import pytest
 
 from alf.configuration.loader import parse_conf_param
-from alf.utils.grid_search import record as rec
-from alf.utils.grid_search import spec as grid_spec
-from alf.utils.grid_search import summary
+from alf.tuning.grid_search import record as rec
+from alf.tuning.grid_search import spec as grid_spec
+from alf.tuning.grid_search import summary
 from tests.bin.test_train_play import (
     TIMEOUT,
     TINY_CONF,

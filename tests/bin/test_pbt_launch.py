@@ -211,7 +211,7 @@ def test_refused_input_is_one_line_and_writes_nothing(tmp_path, monkeypatch):
 
 
 def test_members_are_spread_over_the_visible_gpus():
-    from alf.pbt.launcher import device_env
+    from alf.tuning.pbt.launcher import device_env
 
     assert [device_env({}, k, 2)["CUDA_VISIBLE_DEVICES"] for k in range(5)] == list("01010")
     visible = {"CUDA_VISIBLE_DEVICES": "3, 5,7", "X": "1"}

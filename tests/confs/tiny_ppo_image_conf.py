@@ -5,9 +5,9 @@ tests of a conv policy."""
 import functools
 
 import alf
-from alf.algorithms.data_transformer import ImageScaleTransformer
 from alf.algorithms.ppo_algorithm import PPOAlgorithm
 from alf.algorithms.ppo_loss import PPOLoss
+from alf.data_transformers import ImageScaleTransformer
 from alf.environments import suite_gym
 from alf.networks.actor_distribution_networks import ActorDistributionNetwork
 from alf.networks.value_networks import ValueNetwork

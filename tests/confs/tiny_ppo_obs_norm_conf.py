@@ -4,7 +4,7 @@ of prenormalization, for trainer tests of data-transformer statistics."""
 import functools
 
 import alf
-from alf.algorithms.data_transformer import ObservationNormalizer
+from alf.data_transformers import ObservationNormalizer
 
 alf.import_config("tiny_ppo_conf.py")
 

@@ -5,7 +5,7 @@ must fold in the normalizer's statistics."""
 import functools
 
 import alf
-from alf.algorithms.data_transformer import ObservationNormalizer
+from alf.data_transformers import ObservationNormalizer
 
 alf.import_config("ppo_pendulum_conf.py")
 

@@ -29,9 +29,9 @@ import torch
 
 import alf
 from alf.algorithms.config import TrainerConfig
-from alf.algorithms.unroller import AlgorithmPolicy, Unroller
 from alf.bin.play import build_experiment, play_episodes
 from alf.environments.utils import create_environment
+from alf.learners.unroller import AlgorithmPolicy, Unroller
 from alf.trainers.policy_trainer import PolicyTrainer, create_algorithm
 from alf.utils import common, device, seeding
 

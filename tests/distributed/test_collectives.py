@@ -20,7 +20,7 @@ import torch.multiprocessing as mp
 
 from alf.algorithms.algorithm import Algorithm
 from alf.optimizers import Adam
-from alf.utils import distributed
+from alf.parallel import collectives
 from alf.utils.normalizers import RunningMeanVar
 
 WORLD = 2
@@ -80,7 +80,7 @@ def _thread_count() -> int:
 def _worker(rank, path, results_dir):
     threads_before = _thread_count()
     store = dist.FileStore(path, WORLD)
-    distributed.init_process_group(
+    collectives.init_process_group(
         "gloo", store=store, rank=rank, world_size=WORLD, timeout=datetime.timedelta(seconds=60)
     )
     import torch._dynamo  # noqa: F401 (as torch.compile or torch's own optimizers import it)
@@ -101,7 +101,7 @@ def _worker(rank, path, results_dir):
         result = {"params": params, "stats": stats, "skipped": skipped}
         torch.save(result, os.path.join(results_dir, f"{rank}.pt"))
     finally:
-        distributed.destroy_process_group()
+        collectives.destroy_process_group()
     with open(os.path.join(results_dir, f"{rank}.threads"), "w") as f:
         f.write(f"{threads_before} {_thread_count()}")
 
@@ -129,7 +129,7 @@ def test_leaving_the_group_joins_the_backend_threads(rank_results):
 
 
 def test_two_ranks_on_halves_update_like_one_process_on_the_whole_batch(rank_results):
-    assert not distributed.is_active()
+    assert not collectives.is_active()
     x, y, mask = _data()
     expected = _updates(_Linear(), x, y, mask)
     initial = _Linear().net.state_dict()

@@ -3,8 +3,8 @@
 import numpy as np
 import torch
 
-from alf.algorithms.hindsight_relabeler import l2_distance_reward_fn
 from alf.data_structures import StepType
+from alf.data_transformers.hindsight_relabeler import l2_distance_reward_fn
 from alf.environments import suite_gym
 from alf.environments.point_goal_env import PointGoalEnv
 

@@ -7,13 +7,13 @@ import torch
 
 pytest.importorskip("ale_py")
 
-from alf.algorithms.data_transformer import (  # noqa: E402
+from alf.data_structures import StepType  # noqa: E402
+from alf.data_transformers import (  # noqa: E402
     FrameStacker,
     ImageScaleTransformer,
     RewardClipping,
     SequentialDataTransformer,
 )
-from alf.data_structures import StepType  # noqa: E402
 from alf.environments import suite_atari  # noqa: E402
 from alf.environments.alf_wrappers import AtariTerminalOnLifeLossWrapper  # noqa: E402
 from alf.environments.utils import create_environment  # noqa: E402

@@ -19,8 +19,8 @@ import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from alf.pbt.member import HYPERPARAMETERS_FILE
-from alf.pbt.status import population_rows
 from alf.pbt.workspace import Workspace, WorkspaceWriteError
+from alf.tuning.pbt.status import population_rows
 from tests.bin.test_train_play import event_files
 from tests.pbt.conftest import REPO, make_member, make_trainer, tensors
 

@@ -1,4 +1,4 @@
-"""The population table (``alf.pbt.status``): the hyperparameters shown are those in force
+"""The population table (``alf.tuning.pbt.status``): the hyperparameters shown are those in force
 (``NNN/pbt/hyperparameters.json``, rewritten after an exploit or a mutation), not the last
 published ones; without that file (or with a damaged one) the published values."""
 
@@ -10,8 +10,8 @@ import os
 
 import torch
 
-from alf.pbt.status import population_rows, status_text
 from alf.pbt.workspace import Workspace
+from alf.tuning.pbt.status import population_rows, status_text
 from alf.utils.run_record import PBT_HYPERPARAMETERS
 
 PUBLISHED = {"Adam.lr": 0.001, "PPOLoss.gamma": 0.98}

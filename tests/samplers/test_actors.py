@@ -20,8 +20,8 @@ from __future__ import annotations
 import pytest
 
 import alf.nest as nest
-from alf.algorithms.acting import Actor
-from alf.algorithms.unroller import Unroller
+from alf.learners.acting import Actor
+from alf.learners.unroller import Unroller
 from alf.samplers import ActorGenerator
 from alf.samplers.remote_unroller import SamplerUnroller
 from tests.samplers.conftest import (

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import alf
-from alf.algorithms.unroller import Unroller
+from alf.learners.unroller import Unroller
 from alf.samplers import SamplerConfig
 from alf.samplers.group import create_samplers
 from tests.samplers.conftest import TINY_PPO, build_trainer, sampler_params

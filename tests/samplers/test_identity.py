@@ -14,8 +14,8 @@ from __future__ import annotations
 import torch
 
 import alf.nest as nest
-from alf.algorithms.unroller import AlgorithmPolicy, Unroll, Unroller
 from alf.environments.utils import create_environment
+from alf.learners.unroller import AlgorithmPolicy, Unroll, Unroller
 from alf.metrics import EpisodeMetrics
 from alf.samplers import ActorGenerator, actor_seed
 from alf.samplers.server import cat_nests

@@ -17,7 +17,7 @@ import torch
 
 import alf
 from alf.algorithms.config import TrainerConfig
-from alf.algorithms.data_transformer import DataTransformer
+from alf.data_transformers import DataTransformer
 from alf.trainers.policy_trainer import PolicyTrainer
 from alf.utils import common
 from alf.utils.init_from import InitFromError

@@ -20,8 +20,8 @@ from alf.algorithms.ddpg_algorithm import DdpgAlgorithm, Td3Algorithm
 from alf.algorithms.dqn_algorithm import DqnAlgorithm
 from alf.algorithms.ppo_algorithm import PPOAlgorithm
 from alf.algorithms.sac_algorithm import SacAlgorithm
-from alf.algorithms.unroller import AlgorithmPolicy, Unroller
 from alf.environments.utils import create_environment
+from alf.learners.unroller import AlgorithmPolicy, Unroller
 from alf.optimizers import AdamTF
 from alf.utils import device
 

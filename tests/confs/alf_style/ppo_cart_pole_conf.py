@@ -5,7 +5,7 @@ TrainerConfig names. It solves CartPole-v0 (eval return >= 195) in 200 iteration
 (``tests/examples/test_alf_style_confs.py``)."""
 
 import alf
-from alf.algorithms.data_transformer import RewardScaling
+from alf.data_transformers import RewardScaling
 from alf.examples import ppo_conf  # noqa: F401 (the import configures PPO)
 from alf.networks import ActorDistributionNetwork, ValueNetwork
 from alf.utils.losses import element_wise_huber_loss

@@ -1,0 +1,2 @@
+"""Parallel training across processes: ``collectives``, the process group of data-parallel
+learner ranks and the collectives they use."""
