@@ -66,6 +66,16 @@ class Learner:
     def __init__(self, algorithm, config):
         self._algorithm = algorithm
         self._config = config
+        self._mini_batch_size = config.mini_batch_size
+
+    def set_mini_batch_size(self, mini_batch_size: int | None) -> None:
+        """Train on minibatches of ``mini_batch_size`` (None: all) instead of
+        ``TrainerConfig.mini_batch_size``: this learner rank's share of it
+        (``alf.trainers.run_state.RunState``)."""
+        self._mini_batch_size = mini_batch_size
+
+    def check_data_transformer(self, transformer) -> None:
+        """A ``ValueError`` when it cannot train with ``transformer`` (none here)."""
 
     def needs_bootstrap_row(self) -> bool:
         """Whether the unrolls it is given must carry their bootstrap row."""
@@ -115,10 +125,12 @@ class OnPolicyLearner(Learner):
     def __init__(self, algorithm, config):
         _refuse_replay_settings(algorithm, config, "once")
         super().__init__(algorithm, config)
-        needs_replay = algorithm.data_transformer.needs_replay()
+
+    def check_data_transformer(self, transformer) -> None:
+        needs_replay = transformer.needs_replay()
         if needs_replay:
             raise ValueError(
-                f"{algorithm.name} trains on the transformed experience of its rollout and "
+                f"{self._algorithm.name} trains on the transformed experience of its rollout and "
                 f"never replays it, but data transformers {needs_replay} only act on replayed "
                 f"experience (use update_mode='rollout' for normalizers; "
                 f"HindsightExperienceTransformer needs an off-policy algorithm)"
@@ -329,12 +341,12 @@ class ReplayLearner(Learner):
             segments = episode_segments(experience)
 
             def epoch():
-                return trajectory_mini_batches(segments, cfg.mini_batch_size)
+                return trajectory_mini_batches(segments, self._mini_batch_size)
         else:
             sequences = split_sequences(experience, cfg.mini_batch_length)
 
             def epoch():
-                return shuffled_mini_batches(sequences, cfg.mini_batch_size)
+                return shuffled_mini_batches(sequences, self._mini_batch_size)
 
         for _ in range(cfg.num_updates_per_train_iter):
             for mini_batch in epoch():
@@ -348,7 +360,7 @@ class ReplayLearner(Learner):
     def _train_on_samples(self) -> None:
         cfg, alg, buffer = self._config, self._algorithm, self._replay_buffer
         length = cfg.mini_batch_length or cfg.unroll_length
-        mini_batch_size = cfg.mini_batch_size or buffer.num_environments
+        mini_batch_size = self._mini_batch_size or buffer.num_environments
         total = mini_batch_size * cfg.num_updates_per_train_iter
         experience, batch_info = buffer.get_batch(total, length, time_major=True)
         for part_exp, part_info in split_batch(

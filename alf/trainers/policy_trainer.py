@@ -42,13 +42,13 @@ import torch
 
 import alf.summary
 from alf.algorithms.config import TrainerConfig
-from alf.algorithms.data_transformer import create_data_transformer
 from alf.environments.process_protocol import EnvironmentProcessError
 from alf.environments.step_guard import EnvironmentStepTimeout, StepInterrupted
 from alf.environments.utils import create_environment
 from alf.pbt.member import create_member as create_pbt_member
 from alf.samplers.group import create_samplers
 from alf.trainers import data_parallel
+from alf.trainers.algorithm_factory import create_algorithm
 from alf.trainers.evaluator import EvaluationInterrupted, Evaluator
 from alf.trainers.progress import ProgressBar
 from alf.trainers.signals import SignalCatcher
@@ -58,35 +58,10 @@ from alf.utils import distributed, init_from, malloc, seeding, torch_utils
 from alf.utils.checkpoint_utils import Checkpointer, CheckpointError, check_resumable, run_identity
 from alf.utils.schedulers import update_progress
 
+__all__ = ["PolicyTrainer", "create_algorithm"]
+
 _CKPT_VERSION = 1
 _REPLAY_BUFFER_WARN_BYTES = 512 * 2**20
-
-
-def create_algorithm(config: TrainerConfig, env, device=None):
-    """Build ``config.algorithm_ctor`` for ``env``, as training does (``play`` reuses it).
-
-    The data transformers from ``config.data_transformer_ctor`` are built on
-    ``env``'s observation spec and stored as ``config.data_transformer`` (where the
-    algorithm finds them); the algorithm sees the transformed observation spec.
-
-    Args:
-        config: the ``TrainerConfig``.
-        env: the batched environment the algorithm acts on.
-        device: where the algorithm's parameters go (None: leave them where built).
-
-    Returns:
-        the ``RLAlgorithm``.
-    """
-    transformer = create_data_transformer(config.data_transformer_ctor, env.observation_spec())
-    config.data_transformer = transformer
-    algorithm = config.algorithm_ctor(
-        observation_spec=transformer.transformed_observation_spec,
-        action_spec=env.action_spec(),
-        reward_spec=env.reward_spec(),
-        env=env,
-        config=config,
-    )
-    return algorithm if device is None else algorithm.to(device)
 
 
 class PolicyTrainer:

@@ -113,14 +113,15 @@ def make_probe():
         envs.append(env)
         cfg = TrainerConfig(data_transformer_ctor=transformer_ctor, **config)
         transformer = create_data_transformer(transformer_ctor, env.observation_spec())
-        cfg.data_transformer = transformer
-        return TransformProbe(
+        probe = TransformProbe(
             transformer.transformed_observation_spec,
             env.action_spec(),
             env.reward_spec(),
             env=env,
             config=cfg,
         )
+        probe.set_data_transformer(transformer)
+        return probe
 
     yield _make
     for env in envs:
@@ -480,12 +481,16 @@ class _OnPolicyProbe(OnPolicyAlgorithm, TransformProbe):
 def test_on_policy_rejects_replay_only_transformers():
     env = _env(COUNTING)
     try:
-        cfg = TrainerConfig()
-        cfg.data_transformer = create_data_transformer(
-            ObservationNormalizer, env.observation_spec()
+        transformer = create_data_transformer(ObservationNormalizer, env.observation_spec())
+        probe = _OnPolicyProbe(
+            transformer.transformed_observation_spec,
+            env.action_spec(),
+            env=env,
+            config=TrainerConfig(),
         )
         with pytest.raises(ValueError, match=r"\['ObservationNormalizer'\] only act on replayed"):
-            _OnPolicyProbe(env.observation_spec(), env.action_spec(), env=env, config=cfg)
+            probe.set_data_transformer(transformer)
+        assert type(probe.data_transformer).__name__ == "IdentityDataTransformer"  # not taken
     finally:
         env.close()
 

@@ -1,0 +1,52 @@
+"""``create_algorithm``: the conf's algorithm built for an environment, as training builds it.
+
+Used by ``PolicyTrainer``, ``alf.bin.play``, the remote samplers' workers, tests and
+benchmarks (``from alf.trainers.policy_trainer import create_algorithm`` still works).
+"""
+
+from __future__ import annotations
+
+from alf.algorithms.config import TrainerConfig
+from alf.algorithms.data_transformer import create_data_transformer
+
+
+def create_algorithm(config: TrainerConfig, env, device=None, run=None):
+    """Build ``config.algorithm_ctor`` for ``env``, as training does.
+
+    The data transformers from ``config.data_transformer_ctor`` are built on ``env``'s
+    observation spec; the algorithm is built on their transformed observation spec and
+    given them (``RLAlgorithm.set_data_transformer``). ``config`` is not changed.
+
+    Args:
+        config: the ``TrainerConfig``.
+        env: the batched environment the algorithm acts on.
+        device: where the algorithm's parameters go (None: leave them where built).
+        run: the trainer's ``RunState``: its learner trains on this rank's share of the
+            minibatch (``RunState.mini_batch_size``). None: as configured.
+
+    Returns:
+        the ``RLAlgorithm``.
+    """
+    transformer = create_data_transformer(config.data_transformer_ctor, env.observation_spec())
+    algorithm = config.algorithm_ctor(
+        observation_spec=transformer.transformed_observation_spec,
+        action_spec=env.action_spec(),
+        reward_spec=env.reward_spec(),
+        env=env,
+        config=config,
+    )
+    algorithm.set_data_transformer(transformer)
+    if run is not None and algorithm.learner is not None:
+        algorithm.learner.set_mini_batch_size(run.mini_batch_size)
+    return algorithm if device is None else algorithm.to(device)
+
+
+def check_optimizers(algorithm) -> None:
+    """Build the optimizers now: trainable parameters without one are a ``ValueError``."""
+    algorithm.optimizers()
+    if algorithm.modules_without_optimizer:
+        name = algorithm.name
+        raise ValueError(
+            f"{name}: the parameters of {', '.join(algorithm.modules_without_optimizer)} "
+            f"have no optimizer, so they would never be trained (set {name}.optimizer)"
+        )
