@@ -165,7 +165,7 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
         self._mirror = getattr(self._loss, "mirror", None)
         check_mirror_setup(self._mirror, observation_spec, action_spec, actor_network, name)
         if epsilon_greedy is None:
-            epsilon_greedy = getattr(config, "epsilon_greedy", 0.0)
+            epsilon_greedy = 0.0 if config is None else config.epsilon_greedy
         self._epsilon_greedy = epsilon_greedy
         self._entropy_target = None
 

@@ -64,23 +64,25 @@ FIELDS = sorted(MAPPED + tuple(NO_EFFECT) + tuple(REFUSED))
 """Every ALF-only field ``TrainerConfig`` accepts."""
 
 
-def apply(config) -> list[str]:
-    """Map, warn about or refuse the ALF-only fields set on ``config`` (module doc).
+def apply(config) -> dict[str, int]:
+    """Map, warn about or refuse the ALF-only fields set on ``config`` (module doc); the
+    warnings are logged. ``config`` is not changed.
 
     Returns:
-        the warning lines logged (for tests).
+        the values of alf's fields that the mapped fields set (e.g.
+        ``{"summary_interval": 25}``); ``TrainerConfig`` takes them as it is built.
 
     Raises:
         ValueError: naming the field, for a refused value or a mapping without
             ``num_iterations``.
     """
-    warnings = []
+    warnings, mapped = [], {}
     for name in FIELDS:
         value = getattr(config, name)
         if value is None:
             continue
         if name in MAPPED:
-            _map(config, name, value)
+            mapped.update(_map(config, name, value))
             continue
         if name in REFUSED:
             default, instead = REFUSED[name]
@@ -92,10 +94,10 @@ def apply(config) -> list[str]:
         warnings.append(f"TrainerConfig.{name}={value!r} has no effect in alf: {reason}")
     for line in warnings:
         logging.warning("%s", line)
-    return warnings
+    return mapped
 
 
-def _map(config, name: str, value) -> None:
+def _map(config, name: str, value) -> dict[str, int]:
     target = "summary_interval" if name == "num_summaries" else "eval_interval"
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         raise ValueError(f"TrainerConfig.{name} must be a positive int, got {value!r}")
@@ -106,4 +108,4 @@ def _map(config, name: str, value) -> None:
         )
     interval = max(1, config.num_iterations // value)
     logging.info("TrainerConfig.%s=%d: %s = %d", name, value, target, interval)
-    setattr(config, target, interval)
+    return {target: interval}

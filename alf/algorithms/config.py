@@ -24,9 +24,14 @@ MATMUL_PRECISIONS = ("highest", "high", "medium")
 
 
 @alf.configurable
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class TrainerConfig:
     """Configuration of ``PolicyTrainer`` and of an RL algorithm's training iteration.
+
+    It is frozen: what a run derives from it at run time (the seed drawn, per-rank batch
+    sizes, the data transformers built) is kept elsewhere
+    (``alf.trainers.run_state.RunState``, the algorithm), so the values read from it are
+    the configured ones throughout the run.
 
     Attributes:
         root_dir: where summaries, checkpoints, the resolved config and the code
@@ -244,8 +249,13 @@ class TrainerConfig:
     visualize_alf_tree: Any = None
 
     def __post_init__(self):
-        alf_trainer_fields.apply(self)
+        for name, value in alf_trainer_fields.apply(self).items():
+            self._settle(name, value)
         self._check()
+
+    def _settle(self, name: str, value) -> None:
+        """Set field ``name`` while the config is built (the dataclass is frozen)."""
+        object.__setattr__(self, name, value)
 
     def _check(self):
         self._check_types()
@@ -271,4 +281,4 @@ class TrainerConfig:
             value = getattr(self, field.name)
             typecheck.check_value(f"TrainerConfig.{field.name}", value, hint)
             if typecheck.is_flag(hint) and not isinstance(value, bool) and value is not None:
-                setattr(self, field.name, bool(value))  # ALF's confs write flags as 0 / 1
+                self._settle(field.name, bool(value))  # ALF's confs write flags as 0 / 1

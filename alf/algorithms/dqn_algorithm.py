@@ -202,7 +202,7 @@ class DqnAlgorithm(OffPolicyAlgorithm):
         self._td_loss = TDLoss(gamma=gamma, td_error_loss_fn=td_error_loss_fn, td_lambda=1.0)
         self._rollout_epsilon = as_scheduler(rollout_epsilon_greedy)
         if epsilon_greedy is None:
-            epsilon_greedy = getattr(config, "epsilon_greedy", 0.0)
+            epsilon_greedy = 0.0 if config is None else config.epsilon_greedy
         self._predict_epsilon = epsilon_greedy
         self._random_initial_collect = random_initial_collect
 

@@ -79,13 +79,9 @@ class RLAlgorithm(Algorithm):
         self._reward_spec = reward_spec
         self._env = env
         self._config = config
-        limit = getattr(config, "max_non_finite_updates_in_a_row", None)
-        if limit is not None:
-            self.max_non_finite_updates_in_a_row = limit
-        transformer = getattr(config, "data_transformer", None)
-        if transformer is None:
-            transformer = IdentityDataTransformer(observation_spec)
-        self._data_transformer: DataTransformer = transformer
+        if config is not None:
+            self.max_non_finite_updates_in_a_row = config.max_non_finite_updates_in_a_row
+        self._data_transformer: DataTransformer = IdentityDataTransformer(observation_spec)
         self._unroller = Unroller(AlgorithmPolicy(self), env) if env is not None else None
         has_learner = config is not None and self.learner_class is not None
         self._learner = self.learner_class(self, config) if has_learner else None
@@ -111,6 +107,27 @@ class RLAlgorithm(Algorithm):
     @property
     def data_transformer(self) -> DataTransformer:
         return self._data_transformer
+
+    def set_data_transformer(self, transformer: DataTransformer) -> None:
+        """Transform observations with ``transformer`` (at rollout, and when replaying).
+
+        ``create_algorithm`` builds the data transformers of
+        ``TrainerConfig.data_transformer_ctor`` and hands them over with this, right after
+        construction and before any step (until then the algorithm has the identity).
+        ``transformer.transformed_observation_spec`` must be the ``observation_spec`` the
+        algorithm was built with.
+        """
+        if transformer.transformed_observation_spec != self._observation_spec:
+            raise ValueError(
+                f"{self._name}: the data transformer gives observations of spec "
+                f"{transformer.transformed_observation_spec}, but the algorithm was built for "
+                f"{self._observation_spec}"
+            )
+        if self._learner is not None:
+            self._learner.prepare_data_transformer(transformer)
+        self._data_transformer = transformer
+        if self._env is not None:
+            self._unroller = Unroller(AlgorithmPolicy(self), self._env)
 
     @property
     def metrics(self) -> EpisodeMetrics | None:
@@ -259,8 +276,17 @@ class RLAlgorithm(Algorithm):
         return unroll.num_env_steps
 
     def _temporally_independent(self) -> bool:
-        flag = getattr(self._config, "temporally_independent_train_step", None)
+        """``TrainerConfig.temporally_independent_train_step``; unset (or no config): when
+        the algorithm has no train state."""
+        cfg = self._config
+        flag = None if cfg is None else cfg.temporally_independent_train_step
         return (not self.is_stateful("train")) if flag is None else flag
+
+    def _starts_from_rollout_state(self) -> bool:
+        """Whether step-by-step training starts each sequence from the state stored at
+        rollout (``use_rollout_state``, or ``trajectory_mini_batches``), not from zeros."""
+        cfg = self._config
+        return cfg is not None and (cfg.use_rollout_state or cfg.trajectory_mini_batches)
 
     def train_steps(self, experience: Experience):
         """``train_step`` over time-major ``[T, B]`` experience; returns infos ``[T, B, ...]``."""
@@ -284,10 +310,7 @@ class RLAlgorithm(Algorithm):
         first = nest.flatten(experience.time_step)[0]
         num_steps, batch_size = first.shape[:2]
         initial = to_device(self.get_initial_train_state(batch_size))
-        cfg = self._config
-        if getattr(cfg, "use_rollout_state", False) or getattr(
-            cfg, "trajectory_mini_batches", False
-        ):
+        if self._starts_from_rollout_state():
             state = nest.prune_nest_like(
                 nest.map_structure(lambda x: x[0], experience.state), initial
             )

@@ -246,7 +246,7 @@ class SacAlgorithm(OffPolicyAlgorithm):
             )
         else:
             self._reward_weights = None
-        self._compute_priority = bool(getattr(config, "priority_replay", False))
+        self._compute_priority = config is not None and config.priority_replay
         for spec, modules in (
             (actor_optimizer, [self._actor_network]),
             (critic_optimizer, [self._critic_networks]),

@@ -47,6 +47,17 @@ class Learner:
     def __init__(self, algorithm, config):
         self._algorithm = algorithm
         self._config = config
+        self._mini_batch_size = config.mini_batch_size
+
+    def set_mini_batch_size(self, mini_batch_size: int | None) -> None:
+        """Train on minibatches of ``mini_batch_size`` (None: all) instead of
+        ``TrainerConfig.mini_batch_size``: this learner rank's share of it
+        (``alf.trainers.run_state.RunState``)."""
+        self._mini_batch_size = mini_batch_size
+
+    def prepare_data_transformer(self, transformer) -> None:
+        """Get ``transformer`` ready to be trained with (the algorithm's new data
+        transformer), or a ``ValueError`` when this learner cannot train with it."""
 
     def needs_bootstrap_row(self) -> bool:
         """Whether the unrolls it is given must carry their bootstrap row."""
@@ -121,7 +132,7 @@ def split_sequences(experience: Experience, length: int | None) -> Experience:
     return nest.map_structure(_split, experience)
 
 
-def mini_batch_epochs(experience: Experience, config):
+def mini_batch_epochs(experience: Experience, config, mini_batch_size: int | None):
     """The ``num_updates_per_train_iter`` epochs over ``experience`` ``[T, B]``, each an
     iterator of its minibatches (a new permutation each): ``mini_batch_size`` sequences of
     ``mini_batch_length`` steps, or of whole episode segments with
@@ -129,8 +140,8 @@ def mini_batch_epochs(experience: Experience, config):
     if config.trajectory_mini_batches:
         segments = episode_segments(experience)
         for _ in range(config.num_updates_per_train_iter):
-            yield trajectory_mini_batches(segments, config.mini_batch_size)
+            yield trajectory_mini_batches(segments, mini_batch_size)
         return
     sequences = split_sequences(experience, config.mini_batch_length)
     for _ in range(config.num_updates_per_train_iter):
-        yield shuffled_mini_batches(sequences, config.mini_batch_size)
+        yield shuffled_mini_batches(sequences, mini_batch_size)

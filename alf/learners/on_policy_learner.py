@@ -48,13 +48,19 @@ class OnPolicyLearner(Learner):
     def __init__(self, algorithm, config):
         _refuse_replay_settings(algorithm, config, self.regime)
         super().__init__(algorithm, config)
-        algorithm.data_transformer.train_on_rollout()
-        needs_replay = algorithm.data_transformer.needs_replay()
+
+    def prepare_data_transformer(self, transformer) -> None:
+        """Nothing is replayed: 'replay' statistics count the rollout's steps
+        (``DataTransformer.train_on_rollout``); a transformer that needs replayed
+        experience is refused."""
+        transformer.train_on_rollout()
+        needs_replay = transformer.needs_replay()
         if needs_replay:
             raise ValueError(
-                f"{algorithm.name} trains on the transformed experience of its rollout and "
-                f"never replays it, but data transformers {needs_replay} only act on replayed "
-                f"experience (HindsightExperienceTransformer needs an off-policy algorithm)"
+                f"{self._algorithm.name} trains on the transformed experience of its rollout "
+                f"and never replays it, but data transformers {needs_replay} only act on "
+                f"replayed experience (HindsightExperienceTransformer needs an off-policy "
+                f"algorithm)"
             )
 
     def needs_bootstrap_row(self) -> bool:
@@ -94,7 +100,7 @@ class EpochLearner(OnPolicyLearner):
     def _update(self, experience: Experience) -> Experience:
         alg = self._algorithm
         experience = nest.map_structure(lambda x: x[:-1], experience)
-        for epoch in mini_batch_epochs(experience, self._config):
+        for epoch in mini_batch_epochs(experience, self._config, self._mini_batch_size):
             for mini_batch in epoch:
                 alg.update_from_experience(mini_batch)
                 if alg.stop_training_epochs():

@@ -215,7 +215,7 @@ class ReplayLearner(Learner):
     def _train_on_whole_buffer(self, bootstrap: Experience | None) -> None:
         cfg, alg = self._config, self._algorithm
         experience = self._whole_buffer_experience(bootstrap)
-        for epoch in mini_batch_epochs(experience, cfg):
+        for epoch in mini_batch_epochs(experience, cfg, self._mini_batch_size):
             for mini_batch in epoch:
                 alg.update_from_experience(mini_batch)
         alg.after_train_iter(experience)
@@ -223,7 +223,7 @@ class ReplayLearner(Learner):
     def _train_on_samples(self) -> None:
         cfg, alg, buffer = self._config, self._algorithm, self._replay_buffer
         length = cfg.mini_batch_length or cfg.unroll_length
-        mini_batch_size = cfg.mini_batch_size or buffer.num_environments
+        mini_batch_size = self._mini_batch_size or buffer.num_environments
         total = mini_batch_size * cfg.num_updates_per_train_iter
         experience, batch_info = buffer.get_batch(total, length, time_major=True)
         for part_exp, part_info in split_batch(

@@ -12,6 +12,11 @@
   averaged over the ranks that finished episodes (``merged_results``).
 * **RNG states.** A checkpoint holds every rank's generator states, so each rank resumes
   its own streams.
+* **Stopping.** The ranks agree after every iteration on its env steps and on a stop
+  signal any of them received (``agree_on_iteration``).
+
+The run's seeds and this rank's shares are kept in ``alf.trainers.run_state.RunState``;
+``TrainerConfig`` keeps the totals.
 """
 
 from __future__ import annotations
@@ -124,3 +129,16 @@ def own_rng_state(state: dict) -> dict | None:
     if per_rank_states is not None and len(per_rank_states) == k:
         return per_rank_states[r]
     return state["rng"] if r == 0 else None
+
+
+def agree_on_iteration(steps: int | None, stop_caught: bool) -> tuple[int | None, bool]:
+    """What all ranks agree on at the end of an iteration: its env steps summed over the
+    ranks (None when any rank abandoned it, ``steps`` None), and whether any rank received
+    a stop signal (so that all of them stop after the same iteration). One process: as
+    given."""
+    if not collectives.is_active():
+        return steps, stop_caught
+    total, abandoned, stopping = collectives.sum_across_ranks(
+        [steps or 0, steps is None, stop_caught]
+    )
+    return (None if abandoned else int(total)), stopping > 0

@@ -1,8 +1,13 @@
-"""Evaluation of the deterministic policy on separate environments."""
+"""Evaluation of the deterministic policy on separate environments: ``Evaluator`` plays the
+episodes; ``TrainingEvaluation`` is when and how the training loop evaluates."""
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable
+
+import torch
 
 from alf.environments.step_guard import StepInterrupted
 from alf.learners.unroller import AlgorithmPolicy, Unroller
@@ -22,7 +27,7 @@ class Evaluator:
         env: a batched evaluation environment.
         num_episodes: episodes per evaluation.
         seed: the eval env is reseeded with it before every evaluation, so all
-            evaluations start from the same initial states.
+            evaluations start from the same initial states (the attribute ``seed``).
         max_steps: safety bound on steps per evaluation (per env).
         should_stop: checked before every step; when it returns True the evaluation
             stops there and ``evaluate`` raises ``EvaluationInterrupted``.
@@ -41,7 +46,7 @@ class Evaluator:
         self._algorithm = algorithm
         self._env = env
         self._num_episodes = num_episodes
-        self._seed = seed
+        self.seed = seed
         self._max_steps = max_steps
 
     def evaluate(self) -> EpisodeMetrics:
@@ -53,7 +58,7 @@ class Evaluator:
         try:
             metrics = EpisodeMetrics(env.batch_size, buffer_size=self._num_episodes)
             unroller = Unroller(AlgorithmPolicy(alg, "predict"), env, metrics)
-            unroller.restart(self._seed)
+            unroller.restart(self.seed)
             observe = None if self._should_stop is None else self._stop_if_asked
             return unroller.run_episodes(self._num_episodes, self._max_steps, observe)
         except StepInterrupted as e:  # a stop signal, and the env did not come back
@@ -64,3 +69,40 @@ class Evaluator:
     def _stop_if_asked(self, time_step) -> None:
         if self._should_stop():
             raise EvaluationInterrupted()
+
+
+class TrainingEvaluation:
+    """The evaluations of the training loop: every ``eval_interval`` iterations and after
+    the last one; each writes its metrics to ``root_dir/eval`` and logs the average return.
+
+    Args:
+        evaluator: the ``Evaluator`` (its ``evaluate`` is looked up at each evaluation).
+        eval_interval: ``TrainerConfig.eval_interval``.
+        summaries: the trainer's ``RunSummaries``.
+    """
+
+    def __init__(self, evaluator: Evaluator, eval_interval: int, summaries):
+        self.evaluator = evaluator
+        self._interval = eval_interval
+        self._summaries = summaries
+
+    def maybe_evaluate(self, run) -> float | None:
+        """Evaluate when due at ``run.iteration``; the average return (None: not due, or
+        stopped by a signal)."""
+        if run.iteration % self._interval != 0 and not run.done():
+            return None
+        start = time.time()
+        try:
+            metrics = self.evaluator.evaluate()
+        except EvaluationInterrupted:
+            logging.warning("Evaluation at iteration %d stopped by a signal", run.iteration)
+            return None
+        self._summaries.write_eval(metrics.results(), time.time() - start, run)
+        average = float(torch.as_tensor(metrics.average_return).float().mean())
+        logging.info(
+            "Iteration %d: eval AverageReturn %.3f over %d episodes",
+            run.iteration,
+            average,
+            metrics.num_episodes,
+        )
+        return average

@@ -10,6 +10,9 @@ half-written.
 
 With ``interrupt=True`` (start-up, when nothing is worth finishing) the first signal
 raises ``StopRequested`` at once instead.
+
+``RunStop`` is what the training loop asks: stop here, or (several learner ranks) stop
+everywhere after this iteration.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import signal
 import threading
 
 from alf.environments import step_guard
+from alf.parallel import collectives
+from alf.trainers import data_parallel
 
 STOP_GRACE_SECONDS = 3.0
 
@@ -71,3 +76,36 @@ class SignalCatcher:
 
 def in_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
+
+
+class RunStop:
+    """Whether a training run is to stop: a stop signal caught by this process (its
+    ``SignalCatcher``, set when the loop starts), and with several learner ranks, whether
+    any rank caught one, as the ranks agree after each iteration (so that all of them stop
+    after the same one)."""
+
+    def __init__(self):
+        self.catcher: SignalCatcher | None = None
+        self._everywhere = False
+
+    @property
+    def caught(self) -> str | None:
+        """The name of the signal caught here (None: none)."""
+        return None if self.catcher is None else self.catcher.caught
+
+    def requested(self) -> bool:
+        """A stop signal arrived here (it ends an evaluation at the next env step)."""
+        return self.caught is not None
+
+    def agreed(self) -> bool:
+        """A stop signal arrived: here, or with several learner ranks, at any rank as agreed
+        at the end of the last iteration."""
+        if collectives.is_active():
+            return self._everywhere
+        return self.requested()
+
+    def agree_on_steps(self, steps: int | None) -> int | None:
+        """The env steps of the iteration over all ranks (None when any rank abandoned it);
+        also agrees on a stop signal any rank caught."""
+        steps, self._everywhere = data_parallel.agree_on_iteration(steps, self.requested())
+        return steps

@@ -1,37 +1,45 @@
 """Schedules of hyperparameters over training progress (learning rates, clip ranges, ...).
 
-The trainer reports progress with ``update_progress``; a scheduler is a callable
-returning the current value. ``as_scheduler`` turns a constant into one, so any
-knob documented as "float or scheduler" accepts both.
+A scheduler is a callable returning the current value; ``as_scheduler`` turns a constant
+into one, so any knob documented as "float or scheduler" accepts both. A scheduler reads
+the ``Progress`` it was given, else the progress of the run in progress, which the trainer
+owns and puts in use for the run (``alf.utils.training_progress``).
+
+``update_progress`` and ``get_progress`` are thin wrappers over the ``Progress`` in use
+(outside a run: a default ``Progress`` object), kept for tests, benchmarks and the remote
+samplers, which mirror their learner's progress into it.
 """
 
 from __future__ import annotations
 
 import alf
+from alf.utils.training_progress import Progress, check_progress_type, current_progress
 
-_progress = {"iterations": 0, "env_steps": 0, "percent": 0.0}
+__all__ = [
+    "ConstantScheduler",
+    "LinearScheduler",
+    "Progress",
+    "as_scheduler",
+    "get_progress",
+    "update_progress",
+]
 
 
 def update_progress(iterations: int, env_steps: int, percent: float) -> None:
-    """Record training progress (called by the trainer once per iteration).
+    """Record training progress in the ``Progress`` in use (``Progress.update``).
 
     Args:
         iterations: training iterations done.
         env_steps: environment steps done.
         percent: fraction of the training budget done, in [0, 1].
     """
-    _progress["iterations"] = int(iterations)
-    _progress["env_steps"] = int(env_steps)
-    _progress["percent"] = min(1.0, max(0.0, float(percent)))
+    current_progress().update(iterations, env_steps, percent)
 
 
 def get_progress(progress_type: str = "percent") -> float:
-    """Current progress: ``'percent'`` (in [0, 1]), ``'iterations'`` or ``'env_steps'``."""
-    if progress_type not in _progress:
-        raise ValueError(
-            f"Unknown progress_type '{progress_type}'; expected one of {sorted(_progress)}"
-        )
-    return _progress[progress_type]
+    """The ``Progress`` in use: ``'percent'`` (in [0, 1]), ``'iterations'`` or
+    ``'env_steps'``."""
+    return current_progress().get(progress_type)
 
 
 class ConstantScheduler:
@@ -57,20 +65,24 @@ class LinearScheduler:
             ``[(0, 1e-3), (1.0, 0.0)]`` decays linearly to 0 over training
             (Stable-Baselines3's ``lin_1e-3``).
         progress_type: ``'percent'``, ``'iterations'`` or ``'env_steps'``.
+        progress: the ``Progress`` it reads (None: that of the run in progress,
+            ``alf.utils.training_progress.current_progress``).
     """
 
-    def __init__(self, schedule, progress_type: str = "percent"):
+    def __init__(self, schedule, progress_type: str = "percent", progress: Progress | None = None):
         if not schedule:
             raise ValueError("LinearScheduler needs at least one (progress, value) point")
         points = [(float(p), float(v)) for p, v in schedule]
         if any(b[0] < a[0] for a, b in zip(points, points[1:])):
             raise ValueError(f"LinearScheduler progress must increase: {schedule}")
-        get_progress(progress_type)
+        check_progress_type(progress_type)
         self._points = points
         self._progress_type = progress_type
+        self._progress = progress
 
     def __call__(self) -> float:
-        x = get_progress(self._progress_type)
+        progress = self._progress if self._progress is not None else current_progress()
+        x = progress.get(self._progress_type)
         points = self._points
         if x <= points[0][0]:
             return points[0][1]

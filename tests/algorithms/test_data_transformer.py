@@ -114,14 +114,15 @@ def make_probe():
         envs.append(env)
         cfg = TrainerConfig(data_transformer_ctor=transformer_ctor, **config)
         transformer = create_data_transformer(transformer_ctor, env.observation_spec())
-        cfg.data_transformer = transformer
-        return TransformProbe(
+        probe = TransformProbe(
             transformer.transformed_observation_spec,
             env.action_spec(),
             env.reward_spec(),
             env=env,
             config=cfg,
         )
+        probe.set_data_transformer(transformer)
+        return probe
 
     yield _make
     for env in envs:
@@ -488,20 +489,23 @@ def test_on_policy_counts_replay_statistics_at_rollout_and_refuses_replay_reader
     buffer is refused by name."""
     env = _env(COUNTING)
     try:
-        cfg = TrainerConfig(unroll_length=5)
-        cfg.data_transformer = create_data_transformer(
-            ObservationNormalizer, env.observation_spec()
+        transformer = create_data_transformer(ObservationNormalizer, env.observation_spec())
+        assert transformer.needs_replay() == ["ObservationNormalizer"]
+        alg = _OnPolicyProbe(
+            transformer.transformed_observation_spec,
+            env.action_spec(),
+            env=env,
+            config=TrainerConfig(unroll_length=5),
         )
-        assert cfg.data_transformer.needs_replay() == ["ObservationNormalizer"]
-        alg = _OnPolicyProbe(env.observation_spec(), env.action_spec(), env=env, config=cfg)
-        assert cfg.data_transformer.needs_replay() == []
-        stats = cfg.data_transformer.normalizer.statistics[0]
+        alg.set_data_transformer(transformer)
+        assert transformer.needs_replay() == []
+        stats = transformer.normalizer.statistics[0]
         for iteration in range(1, 3):
             alg.train_iter()
             assert int(stats.count) == 5 * 2 * iteration
-        cfg.data_transformer = _ReadsReplayBuffer(env.observation_spec())
         with pytest.raises(ValueError, match=r"\['_ReadsReplayBuffer'\] only act on replayed"):
-            _OnPolicyProbe(env.observation_spec(), env.action_spec(), env=env, config=cfg)
+            alg.set_data_transformer(_ReadsReplayBuffer(transformer.transformed_observation_spec))
+        assert alg.data_transformer is transformer  # not taken
     finally:
         env.close()
 

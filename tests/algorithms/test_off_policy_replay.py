@@ -23,7 +23,7 @@ from alf.algorithms.off_policy_algorithm import OffPolicyAlgorithm
 from alf.data_structures import AlgStep, LossInfo
 from alf.optimizers import Adam
 from alf.tensor_specs import TensorSpec
-from alf.trainers import policy_trainer
+from alf.trainers import checkpoints
 from alf.trainers.policy_trainer import PolicyTrainer
 from alf.utils import common
 from alf.utils.schedulers import update_progress
@@ -350,7 +350,7 @@ def test_trainer_resume_continues_with_the_replay_buffer(tmp_path, monkeypatch, 
     partial = load_ckpt(tmp_path / "resumed", 3)["replay_buffer"]
     assert partial["current_pos"].tolist() == [12, 12]
     assert partial["priority"].shape == (2, 16) and partial["max_priority"] > 1
-    monkeypatch.setattr(policy_trainer, "_REPLAY_BUFFER_WARN_BYTES", 0)
+    monkeypatch.setattr(checkpoints, "_REPLAY_BUFFER_WARN_BYTES", 0)
     resumed = make_trainer(tmp_path / "resumed")
     resumed.train()
     assert "replay buffer" in caplog.text and "checkpoint_replay_buffer=False" in caplog.text

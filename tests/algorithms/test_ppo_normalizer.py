@@ -28,12 +28,12 @@ def test_first_update_of_each_iteration_has_ratio_one(update_mode):
         num_updates_per_train_iter=2,
         replay_buffer_length=16,
     )
-    config.data_transformer = create_data_transformer(
+    transformer = create_data_transformer(
         [functools.partial(ObservationNormalizer, update_mode=update_mode)],
         env.observation_spec(),
     )
     alg = PPOAlgorithm(
-        observation_spec=env.observation_spec(),
+        observation_spec=transformer.transformed_observation_spec,
         action_spec=env.action_spec(),
         reward_spec=env.reward_spec(),
         env=env,
@@ -42,6 +42,7 @@ def test_first_update_of_each_iteration_has_ratio_one(update_mode):
         optimizer=Adam(lr=1e-2),
         **small_networks(),
     )
+    alg.set_data_transformer(transformer)
     calc_loss = alg.calc_loss
     gaps = []
 

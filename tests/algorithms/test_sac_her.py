@@ -57,12 +57,10 @@ def _train(use_her: bool, env_steps: int, seed: int = 0) -> float:
             replay_buffer_length=10_000,
             initial_collect_steps=100,
         )
-        config.data_transformer = create_data_transformer(
-            [her] if use_her else None, env.observation_spec()
-        )
+        transformer = create_data_transformer([her] if use_her else None, env.observation_spec())
         hidden = (128, 128)
         algorithm = SacAlgorithm(
-            config.data_transformer.transformed_observation_spec,
+            transformer.transformed_observation_spec,
             env.action_spec(),
             env=env,
             config=config,
@@ -79,6 +77,7 @@ def _train(use_her: bool, env_steps: int, seed: int = 0) -> float:
             critic_optimizer=Adam(lr=1e-3),
             alpha_optimizer=Adam(lr=1e-3),
         )
+        algorithm.set_data_transformer(transformer)
         steps = 0
         while steps < env_steps:
             steps += algorithm.train_iter()

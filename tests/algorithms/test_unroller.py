@@ -11,11 +11,11 @@ the state a step was taken from is the step's index within its episode).
 from __future__ import annotations
 
 import functools
-import types
 
 import pytest
 import torch
 
+from alf.algorithms.config import TrainerConfig
 from alf.algorithms.rl_algorithm import RLAlgorithm
 from alf.data_structures import AlgStep, StepType
 from alf.data_transformers import RewardScaling, SequentialDataTransformer
@@ -49,8 +49,10 @@ class ProbeAlgorithm(RLAlgorithm):
             env.action_spec(),
             train_state_spec=state_spec,
             env=env,
-            config=types.SimpleNamespace(data_transformer=transformer),
+            config=TrainerConfig(),
         )
+        if transformer is not None:
+            self.set_data_transformer(transformer)
         self.recurrent = recurrent
 
     def _next_state(self, state):

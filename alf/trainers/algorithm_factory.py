@@ -1,0 +1,19 @@
+"""The trainer's checks of a built algorithm; ``create_algorithm`` itself is in
+``alf.algorithms.factory`` (below the samplers, which build policy copies with it)."""
+
+from __future__ import annotations
+
+from alf.algorithms.factory import create_algorithm
+
+__all__ = ["check_optimizers", "create_algorithm"]
+
+
+def check_optimizers(algorithm) -> None:
+    """Build the optimizers now: trainable parameters without one are a ``ValueError``."""
+    algorithm.optimizers()
+    if algorithm.modules_without_optimizer:
+        name = algorithm.name
+        raise ValueError(
+            f"{name}: the parameters of {', '.join(algorithm.modules_without_optimizer)} "
+            f"have no optimizer, so they would never be trained (set {name}.optimizer)"
+        )
