@@ -1,103 +1,59 @@
-"""The configurables that alf itself defines, listed by the module that defines them.
+"""The configurables that alf itself defines, found by reading alf's source.
 
 A conf file configures any of them by name without importing that module: with only
 ``import alf``, ``alf.config('TrainerConfig', unroll_length=8)`` works. When a name
 matches no registered configurable, ``registry.find_configurable`` imports the modules
-listed here that define a configurable of that name (importing a module registers its
-configurables, which binds the values set so far). A name that matches nothing here
-stays pending until a configurable of that name registers, as a user's own does when
-its module is imported.
+that define a configurable of that name (importing a module registers its configurables,
+which binds the values set so far). A name that matches nothing stays pending until a
+configurable of that name registers, as a user's own does when its module is imported.
 
-This is a plain list, read without importing anything: ``tests/configuration/
-test_catalog.py`` checks it against what importing every alf module registers, so a
-new ``@alf.configurable`` in alf must be added here.
+The modules are found without importing anything: every module of the ``alf`` package
+(but the command lines and the example confs) is read as text once, on the first lookup,
+and a top-level ``class`` or ``def`` decorated with ``@alf.configurable`` is listed. So a
+new configurable (an algorithm, a network, a wrapper) needs no list to be edited;
+``tests/configuration/test_catalog.py`` checks that what is read here is exactly what
+importing every alf module registers.
 """
 
-ALF_CONFIGURABLES = {
-    "alf.algorithms.actor_critic_algorithm": ("ActorCriticAlgorithm",),
-    "alf.algorithms.actor_critic_loss": ("ActorCriticLoss",),
-    "alf.algorithms.agent": ("Agent",),
-    "alf.algorithms.config": ("TrainerConfig",),
-    "alf.data_transformers.transformers": (
-        "ImageScaleTransformer",
-        "ObservationNormalizer",
-        "RewardClipping",
-        "RewardNormalizer",
-        "RewardScaling",
-        "UntransformedTimeStep",
-    ),
-    "alf.algorithms.ddpg_algorithm": ("DdpgAlgorithm", "Td3Algorithm"),
-    "alf.algorithms.dqn_algorithm": ("DqnAlgorithm",),
-    "alf.algorithms.entropy_target_algorithm": ("EntropyTargetAlgorithm",),
-    "alf.data_transformers.frame_stacker": ("FrameStacker",),
-    "alf.data_transformers.hindsight_relabeler": (
-        "HindsightExperienceTransformer",
-        "l2_distance_reward_fn",
-    ),
-    "alf.algorithms.ppo_algorithm": ("PPOAlgorithm",),
-    "alf.algorithms.ppo_loss": ("PPOLoss",),
-    "alf.algorithms.sac_algorithm": ("SacAlgorithm",),
-    "alf.algorithms.td_loss": ("OneStepTDLoss", "TDLoss"),
-    "alf.algorithms.trac_algorithm": ("TracAlgorithm",),
-    "alf.environments.alf_gym_wrapper": ("AlfGymWrapper",),
-    "alf.environments.alf_wrappers": (
-        "AtariTerminalOnLifeLossWrapper",
-        "NonEpisodicAgent",
-        "RandomFirstEpisodeLength",
-        "TimeLimit",
-    ),
-    "alf.environments.atari_preprocessing": ("DMAtariPreprocessing",),
-    "alf.environments.envpool_environment": ("EnvpoolEnvironment",),
-    "alf.environments.parallel_environment": ("FastParallelEnvironment",),
-    "alf.environments.gym_wrappers": (
-        "ContinuousActionClip",
-        "FrameGrayScale",
-        "FrameResize",
-        "FrameSkip",
-        "ImageChannelFirst",
-        "MirrorWrapper",
-        "NormalizedAction",
-    ),
-    "alf.environments.suite_atari": ("load",),
-    "alf.environments.suite_gym": ("load", "wrap_env"),
-    "alf.environments.true_objective": ("TrueObjective",),
-    "alf.environments.utils": ("create_environment",),
-    "alf.experience_replayers.replay_buffer": ("ReplayBuffer",),
-    "alf.initializers": ("orthogonal_init", "torch_default_init"),
-    "alf.metrics": ("AverageDiscountedReturnMetric",),
-    "alf.networks.actor_distribution_networks": ("ActorDistributionNetwork",),
-    "alf.networks.actor_networks": ("ActorNetwork",),
-    "alf.networks.critic_networks": ("CriticNetwork",),
-    "alf.networks.encoding_networks": ("EncodingNetwork",),
-    "alf.networks.projection_networks": (
-        "CategoricalProjectionNetwork",
-        "NormalProjectionNetwork",
-    ),
-    "alf.networks.q_networks": ("QNetwork",),
-    "alf.networks.rnn_networks": (
-        "ActorDistributionRNNNetwork",
-        "GRUEncodingNetwork",
-        "LSTMEncodingNetwork",
-        "ValueRNNNetwork",
-    ),
-    "alf.networks.value_networks": ("ValueNetwork",),
-    "alf.optimizers.adam_tf": ("AdamTF",),
-    "alf.optimizers.optimizers": ("Adam", "AdamW", "SGD"),
-    "alf.pbt.config": ("PBTConfig",),
-    "alf.samplers.config": ("SamplerConfig",),
-    "alf.utils.dist_utils": ("calc_default_target_entropy",),
-    "alf.utils.losses": ("element_wise_huber_loss", "element_wise_squared_loss"),
-    "alf.utils.math_ops": ("clipped_exp",),
-    "alf.utils.normalizers": ("AdaptiveNormalizer", "ScalarAdaptiveNormalizer"),
-    "alf.utils.schedulers": ("LinearScheduler",),
-}
-"""Module name -> names (``__qualname__``) of the configurables that module defines."""
+from __future__ import annotations
+
+import functools
+import os
+import re
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the alf package
+_SKIPPED = ("bin", "examples")  # command lines and confs: they define no configurable
+# ``@alf.configurable`` or ``@alf.configurable(...)`` at the top level, then any other
+# decorators, then the ``class`` or ``def`` it decorates
+_DECORATED = re.compile(
+    r"^@alf\.configurable\b[^\n]*\n(?:@[^\n]*\n)*(?:async\s+)?(?:class|def)\s+(\w+)", re.M
+)
+
+
+@functools.lru_cache(maxsize=1)
+def configurables() -> dict[str, tuple[str, ...]]:
+    """Module name -> names (``__qualname__``) of the configurables that module defines."""
+    found = {}
+    for folder, dirs, files in os.walk(_ROOT):
+        rel = os.path.relpath(folder, _ROOT)
+        if rel.split(os.sep)[0] in _SKIPPED:
+            dirs[:] = []
+            continue
+        dirs.sort()
+        for name in sorted(f for f in files if f.endswith(".py")):
+            with open(os.path.join(folder, name), encoding="utf-8") as f:
+                names = tuple(_DECORATED.findall(f.read()))
+            if names:
+                parts = ["alf"] + ([] if rel == "." else rel.split(os.sep))
+                stem = name[: -len(".py")]
+                found[".".join(parts + ([] if stem == "__init__" else [stem]))] = names
+    return found
 
 
 def full_names():
-    """``[(module, 'module.Name')]`` of every configurable listed in ``ALF_CONFIGURABLES``."""
+    """``[(module, 'module.Name')]`` of every configurable alf defines."""
     return [
         (module, f"{module}.{name}")
-        for module, names in ALF_CONFIGURABLES.items()
+        for module, names in configurables().items()
         for name in names
     ]

@@ -1,5 +1,5 @@
 """Tests for alf.configuration.catalog: alf's own configurables are found by name without an
-import, and the catalog lists exactly the configurables that alf's modules register."""
+import, and reading alf's source finds exactly the configurables that its modules register."""
 
 import json
 import os
@@ -64,10 +64,10 @@ def _run(script):
 def test_catalog_lists_exactly_the_configurables_alf_registers():
     registered = _run(_REGISTER_ALL)
     listed = sorted(full for _, full in catalog.full_names())
-    assert len(listed) == len(set(listed)) == 72
+    assert len(listed) == len(set(listed)) and len(listed) > 50  # the source was read
     missing = sorted(set(registered) - set(listed))
     stale = sorted(set(listed) - set(registered))
-    assert (missing, stale) == ([], []), "update alf/configuration/catalog.py"
+    assert (missing, stale) == ([], []), "alf/configuration/catalog.py misreads the source"
 
 
 def test_alf_configurables_are_found_by_name_without_an_import():
