@@ -53,7 +53,5 @@ def configurables() -> dict[str, tuple[str, ...]]:
 def full_names():
     """``[(module, 'module.Name')]`` of every configurable alf defines."""
     return [
-        (module, f"{module}.{name}")
-        for module, names in configurables().items()
-        for name in names
+        (module, f"{module}.{name}") for module, names in configurables().items() for name in names
     ]
