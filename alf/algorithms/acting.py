@@ -1,19 +1,7 @@
 """Moved to ``alf.learners.acting``; this path keeps older imports working."""
 
-from alf.learners.acting import (  # noqa: F401
-    Actor,
-    ActorCore,
-    PolicyStep,
-    Unroll,
-    experience_of,
-    policy_step,
-)
+import sys
 
-__all__ = [
-    "Actor",
-    "ActorCore",
-    "PolicyStep",
-    "Unroll",
-    "experience_of",
-    "policy_step",
-]
+import alf.learners.acting
+
+sys.modules[__name__] = alf.learners.acting

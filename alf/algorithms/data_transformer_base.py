@@ -1,19 +1,7 @@
 """Moved to ``alf.data_transformers.base``; this path keeps older imports working."""
 
-from alf.data_transformers.base import (  # noqa: F401
-    DataTransformer,
-    IdentityDataTransformer,
-    TimeStepTransformer,
-    field_paths,
-    map_fields,
-    statistics_frozen,
-)
+import sys
 
-__all__ = [
-    "DataTransformer",
-    "IdentityDataTransformer",
-    "TimeStepTransformer",
-    "field_paths",
-    "map_fields",
-    "statistics_frozen",
-]
+import alf.data_transformers.base
+
+sys.modules[__name__] = alf.data_transformers.base

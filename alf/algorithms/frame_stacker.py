@@ -1,9 +1,7 @@
 """Moved to ``alf.data_transformers.frame_stacker``; this path keeps older imports working."""
 
-from alf.data_transformers.frame_stacker import (  # noqa: F401
-    FrameStacker,
-)
+import sys
 
-__all__ = [
-    "FrameStacker",
-]
+import alf.data_transformers.frame_stacker
+
+sys.modules[__name__] = alf.data_transformers.frame_stacker

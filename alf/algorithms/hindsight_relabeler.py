@@ -1,11 +1,7 @@
 """Moved to ``alf.data_transformers.hindsight_relabeler``; this path keeps older imports working."""
 
-from alf.data_transformers.hindsight_relabeler import (  # noqa: F401
-    HindsightExperienceTransformer,
-    l2_distance_reward_fn,
-)
+import sys
 
-__all__ = [
-    "HindsightExperienceTransformer",
-    "l2_distance_reward_fn",
-]
+import alf.data_transformers.hindsight_relabeler
+
+sys.modules[__name__] = alf.data_transformers.hindsight_relabeler

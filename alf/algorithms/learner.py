@@ -1,15 +1,7 @@
 """Moved to ``alf.learners.learner``; this path keeps older imports working."""
 
-from alf.learners.learner import (  # noqa: F401
-    Learner,
-    sample_weights,
-    shuffled_mini_batches,
-    split_sequences,
-)
+import sys
 
-__all__ = [
-    "Learner",
-    "sample_weights",
-    "shuffled_mini_batches",
-    "split_sequences",
-]
+import alf.learners.learner
+
+sys.modules[__name__] = alf.learners.learner

@@ -1,11 +1,7 @@
 """Moved to ``alf.learners.on_policy_learner``; this path keeps older imports working."""
 
-from alf.learners.on_policy_learner import (  # noqa: F401
-    EpochLearner,
-    OnPolicyLearner,
-)
+import sys
 
-__all__ = [
-    "EpochLearner",
-    "OnPolicyLearner",
-]
+import alf.learners.on_policy_learner
+
+sys.modules[__name__] = alf.learners.on_policy_learner

@@ -1,11 +1,7 @@
 """Moved to ``alf.learners.replay_learner``; this path keeps older imports working."""
 
-from alf.learners.replay_learner import (  # noqa: F401
-    ReplayLearner,
-    split_batch,
-)
+import sys
 
-__all__ = [
-    "ReplayLearner",
-    "split_batch",
-]
+import alf.learners.replay_learner
+
+sys.modules[__name__] = alf.learners.replay_learner

@@ -1,13 +1,7 @@
 """Moved to ``alf.learners.trajectory_batching``; this path keeps older imports working."""
 
-from alf.learners.trajectory_batching import (  # noqa: F401
-    Segments,
-    episode_segments,
-    trajectory_mini_batches,
-)
+import sys
 
-__all__ = [
-    "Segments",
-    "episode_segments",
-    "trajectory_mini_batches",
-]
+import alf.learners.trajectory_batching
+
+sys.modules[__name__] = alf.learners.trajectory_batching

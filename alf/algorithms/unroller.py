@@ -1,17 +1,7 @@
 """Moved to ``alf.learners.unroller``; this path keeps older imports working."""
 
-from alf.learners.unroller import (  # noqa: F401
-    AlgorithmPolicy,
-    Unroll,
-    Unroller,
-    experience_of,
-    policy_step,
-)
+import sys
 
-__all__ = [
-    "AlgorithmPolicy",
-    "Unroll",
-    "Unroller",
-    "experience_of",
-    "policy_step",
-]
+import alf.learners.unroller
+
+sys.modules[__name__] = alf.learners.unroller

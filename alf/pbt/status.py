@@ -1,13 +1,7 @@
 """Moved to ``alf.tuning.pbt.status``; this path keeps older imports working."""
 
-from alf.tuning.pbt.status import (  # noqa: F401
-    population_rows,
-    status_text,
-    values_in_force,
-)
+import sys
 
-__all__ = [
-    "population_rows",
-    "status_text",
-    "values_in_force",
-]
+import alf.tuning.pbt.status
+
+sys.modules[__name__] = alf.tuning.pbt.status

@@ -1,41 +1,7 @@
 """Moved to ``alf.parallel.collectives``; this path keeps older imports working."""
 
-from alf.parallel.collectives import (  # noqa: F401
-    PeerFailure,
-    all_gather_objects,
-    average_gradients,
-    barrier,
-    broadcast_state,
-    destroy_process_group,
-    init_process_group,
-    init_process_group_from_env,
-    is_active,
-    is_main,
-    launched_by_torchrun,
-    mean_across_ranks,
-    pooled_moments,
-    rank,
-    sum_across_ranks,
-    timeout_seconds,
-    world_size,
-)
+import sys
 
-__all__ = [
-    "PeerFailure",
-    "all_gather_objects",
-    "average_gradients",
-    "barrier",
-    "broadcast_state",
-    "destroy_process_group",
-    "init_process_group",
-    "init_process_group_from_env",
-    "is_active",
-    "is_main",
-    "launched_by_torchrun",
-    "mean_across_ranks",
-    "pooled_moments",
-    "rank",
-    "sum_across_ranks",
-    "timeout_seconds",
-    "world_size",
-]
+import alf.parallel.collectives
+
+sys.modules[__name__] = alf.parallel.collectives

@@ -1,15 +1,7 @@
 """Moved to ``alf.export.export_formats``; this path keeps older imports working."""
 
-from alf.export.export_formats import (  # noqa: F401
-    EXTENSIONS,
-    FORMATS,
-    ExportError,
-    format_of,
-)
+import sys
 
-__all__ = [
-    "EXTENSIONS",
-    "ExportError",
-    "FORMATS",
-    "format_of",
-]
+import alf.export.export_formats
+
+sys.modules[__name__] = alf.export.export_formats
