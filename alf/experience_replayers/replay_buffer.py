@@ -8,30 +8,23 @@ newest ``max_length`` steps are kept (FIFO overwrite). Sampled sequences never
 cross environments. Training code moves sampled minibatches to the training
 device; the storage stays on the CPU.
 
-**Prioritized sampling** (Schaul et al. 2016, "Prioritized Experience Replay",
-arXiv:1511.05952). Every stored step ``i`` has a priority ``p_i``; a sequence
-starting at ``i`` is drawn with probability ``P(i) = p_i^alpha / sum_j p_j^alpha``
-over the valid starts ``j`` (steps with ``batch_length - 1`` successors stored in
-the same env). New steps get the largest priority seen so far (1 at first) so
-they are replayed at least once soon; ``update_priority`` sets the priorities of
-replayed sequences (e.g. from ``|TD error|``), clamped below at
-``priority_eps``. A sum tree gives ``O(B log N)`` vectorized sampling and updates.
-See ``get_batch`` for the importance weights.
+The job is split: ``RingPositions`` (``ring.py``) keeps the per-env position counters
+and the slot layout, ``PrioritizedSampler`` (``prioritized.py``) the priorities and
+sampling by them (Schaul et al. 2016, "Prioritized Experience Replay"), and
+``ReplayBuffer`` the storage, what is added and read, and checkpoints.
 """
 
 from __future__ import annotations
-
-import contextlib
-import logging
-import math
 
 import torch
 
 import alf
 import alf.nest as nest
 from alf.configuration.argtypes import Count, ScheduledFloat
-from alf.data_structures import BatchInfo, StepType
-from alf.experience_replayers.segment_tree import MinTree, SumTree
+from alf.data_structures import BatchInfo
+from alf.experience_replayers import buffer_state
+from alf.experience_replayers.prioritized import PrioritizedSampler
+from alf.experience_replayers.ring import RingPositions
 from alf.utils.schedulers import as_scheduler
 from alf.utils.torch_utils import lazy_zeros
 
@@ -51,7 +44,7 @@ class ReplayBuffer:
         max_length: steps kept per environment.
         device: where the storage lives (CPU by default).
         name: for messages.
-        prioritized_sampling: sample sequences by priority (see the module doc)
+        prioritized_sampling: sample sequences by priority (see ``PrioritizedSampler``)
             instead of uniformly.
         priority_alpha: exponent ``alpha`` of the priorities (0: uniform).
         priority_beta: exponent ``beta`` of the importance weights: a float or a
@@ -91,17 +84,13 @@ class ReplayBuffer:
         self._flat_buffer, self._treespec = nest.flatten_with_spec(self._buffer)
         # [num_envs * max_length, ...] views of the leaves: a step is one row (slot).
         self._slot_views = [x.view(-1, *x.shape[2:]) for x in self._flat_buffer]
-        self._current_pos = torch.zeros(num_environments, dtype=torch.int64)
-        self._clear_pos = torch.zeros(num_environments, dtype=torch.int64)
-        self._env_range = torch.arange(num_environments)
-        self._prioritized = prioritized_sampling
-        self._alpha = float(priority_alpha)
+        self._ring = RingPositions(num_environments, max_length, name)
         self._beta = as_scheduler(priority_beta)
-        self._eps = float(priority_eps)
-        self._max_priority = 1.0
+        self._priorities = None
         if prioritized_sampling:
-            self._sum_tree = SumTree(num_environments * max_length)
-            self._min_tree = MinTree(num_environments * max_length)
+            self._priorities = PrioritizedSampler(
+                self._ring, float(priority_alpha), self._beta, float(priority_eps)
+            )
 
     # -- description -------------------------------------------------------------
 
@@ -119,25 +108,25 @@ class ReplayBuffer:
 
     @property
     def prioritized_sampling(self) -> bool:
-        return self._prioritized
+        return self._priorities is not None
 
     @property
     def max_priority(self) -> float:
         """The largest priority set so far (1 at first); new steps get it."""
-        return self._max_priority
+        return 1.0 if self._priorities is None else self._priorities.max_priority
 
     @property
     def current_pos(self) -> torch.Tensor:
         """``[num_envs]`` total steps added per env (only grows)."""
-        return self._current_pos
+        return self._ring.current_pos
 
     def current_size(self) -> torch.Tensor:
         """``[num_envs]`` steps currently stored per env."""
-        return (self._current_pos - self._clear_pos).clamp(max=self._max_length)
+        return self._ring.current_size()
 
     def first_pos(self) -> torch.Tensor:
         """``[num_envs]`` position of the oldest stored step per env."""
-        return self._current_pos - self.current_size()
+        return self._ring.first_pos()
 
     def current_beta(self) -> float:
         """The importance-weight exponent now (``priority_beta`` may be scheduled)."""
@@ -149,9 +138,7 @@ class ReplayBuffer:
 
     def priority_bytes(self) -> int:
         """Memory of the priority trees, in bytes (0 without prioritized sampling)."""
-        if not self._prioritized:
-            return 0
-        return self._sum_tree.nbytes() + self._min_tree.nbytes()
+        return 0 if self._priorities is None else self._priorities.nbytes()
 
     def total_bytes(self) -> int:
         """Memory of the storage and the priority trees, in bytes."""
@@ -160,24 +147,17 @@ class ReplayBuffer:
 
     # -- adding ----------------------------------------------------------------------
 
-    def _leaf(self, env_ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        """Flat slot index ``env_id * max_length + position % max_length``."""
-        return env_ids * self._max_length + positions % self._max_length
-
     def add_batch(self, batch, env_ids: torch.Tensor | None = None) -> None:
         """Append one step ``[B, ...]`` for the envs ``env_ids`` ``[B]`` (all envs when None).
 
         With prioritized sampling the new steps get the current ``max_priority``.
         """
-        if env_ids is None:
-            env_ids = self._env_range
-        env_ids = env_ids.to(device="cpu", dtype=torch.int64)
-        pos = self._current_pos[env_ids]
-        slots = self._leaf(env_ids, pos)
+        env_ids = self._ring.env_ids(env_ids)
+        slots = self._ring.slots(env_ids, self._ring.current_pos[env_ids])
         self._put_all(slots, nest.flatten(batch))
-        self._current_pos[env_ids] += 1
-        if self._prioritized:
-            self._set_priority_leaves(self._leaf(env_ids, pos), self._max_priority**self._alpha)
+        self._ring.current_pos[env_ids] += 1
+        if self._priorities is not None:
+            self._priorities.mark_new(slots)
 
     def add_steps(self, steps, env_ids: torch.Tensor | None = None) -> None:
         """Append ``T`` consecutive steps ``[T, B, ...]`` for the envs ``env_ids`` ``[B]``.
@@ -185,20 +165,18 @@ class ReplayBuffer:
         The same as ``add_batch(steps[t], env_ids)`` for ``t = 0..T-1`` in order, with
         one write per leaf instead of ``T`` (an unroll is stored at once).
         """
-        if env_ids is None:
-            env_ids = self._env_range
-        env_ids = env_ids.to(device="cpu", dtype=torch.int64)
+        env_ids = self._ring.env_ids(env_ids)
         num_steps = nest.flatten(steps)[0].shape[0]
         if num_steps > self._max_length:  # later steps overwrite earlier ones: keep the order
             for t in range(num_steps):
                 self.add_batch(nest.map_structure(lambda x, t=t: x[t], steps), env_ids)
             return
-        pos = self._current_pos[env_ids] + torch.arange(num_steps).unsqueeze(1)  # [T, B]
-        slots = self._leaf(env_ids.expand_as(pos), pos)
+        pos = self._ring.current_pos[env_ids] + torch.arange(num_steps).unsqueeze(1)  # [T, B]
+        slots = self._ring.slots(env_ids.expand_as(pos), pos)
         self._put_all(slots, nest.flatten(steps))
-        self._current_pos[env_ids] += num_steps
-        if self._prioritized:
-            self._set_priority_leaves(slots.reshape(-1), self._max_priority**self._alpha)
+        self._ring.current_pos[env_ids] += num_steps
+        if self._priorities is not None:
+            self._priorities.mark_new(slots.reshape(-1))
 
     def _put_all(self, slots: torch.Tensor, values: list) -> None:
         """Write the leaves ``values`` ``[*slots.shape, ...]`` at the distinct flat
@@ -208,11 +186,6 @@ class ReplayBuffer:
             if value.dtype != rows.dtype or value.device != rows.device:
                 value = value.to(rows.device, rows.dtype)
             rows.index_copy_(0, slots, value.reshape(-1, *rows.shape[1:]))
-
-    def _set_priority_leaves(self, leaves: torch.Tensor, values) -> None:
-        """Set ``p^alpha`` of slots ``leaves`` ``[K]`` in both trees."""
-        self._sum_tree[leaves] = values
-        self._min_tree[leaves] = values
 
     # -- reading ---------------------------------------------------------------------
 
@@ -229,7 +202,7 @@ class ReplayBuffer:
     def gather_all(self):
         """All stored steps, oldest first: ``[num_envs, size, ...]`` (batch-major)."""
         size = self._check_uniform_size()
-        pos = int(self._current_pos[0])
+        pos = int(self._ring.current_pos[0])
         indices = torch.arange(pos - size, pos) % self._max_length
         return nest.map_structure(lambda x: x[:, indices], self._buffer)
 
@@ -263,12 +236,12 @@ class ReplayBuffer:
             raise ValueError(
                 f"{self._name}: batch_length {batch_length} > max_length {self._max_length}"
             )
-        if self._prioritized:
-            env_ids, first_pos, weights = self._sample_prioritized(
+        if self._priorities is not None:
+            env_ids, first_pos, weights = self._priorities.sample(
                 batch_size, batch_length, generator
             )
         else:
-            env_ids, first_pos = self._sample_uniform(batch_size, batch_length, generator)
+            env_ids, first_pos = self._ring.sample_uniform(batch_size, batch_length, generator)
             weights = ()
         positions = first_pos.unsqueeze(1) + torch.arange(batch_length)  # [B, T]
         slots = env_ids.unsqueeze(1) * self._max_length + positions % self._max_length
@@ -297,7 +270,7 @@ class ReplayBuffer:
         can read the history before a cleared buffer's first step (e.g. earlier frames
         for ``FrameStacker``); ``first_pos`` is the oldest step still to be trained on.
         """
-        return (self._current_pos - self._max_length).clamp(min=0)
+        return self._ring.oldest_readable_pos()
 
     def get_field(self, field: str, env_ids: torch.Tensor, positions: torch.Tensor):
         """The sub-nest ``field`` (a dotted path, e.g. ``'time_step.step_type'``) at
@@ -315,16 +288,7 @@ class ReplayBuffer:
         env_ids = torch.as_tensor(env_ids, dtype=torch.int64).cpu()
         positions = torch.as_tensor(positions, dtype=torch.int64).cpu()
         env_ids = env_ids.expand_as(positions)
-        readable = (positions >= self.oldest_readable_pos()[env_ids]) & (
-            positions < self._current_pos[env_ids]
-        )
-        if not bool(readable.all()):
-            bad = (~readable).nonzero()[0].tolist()
-            raise ValueError(
-                f"{self._name}: position {int(positions[tuple(bad)])} of env "
-                f"{int(env_ids[tuple(bad)])} is not in the storage (readable: "
-                f"{self.oldest_readable_pos().tolist()} .. {(self._current_pos - 1).tolist()})"
-            )
+        self._ring.check_readable(env_ids, positions)
         index = positions % self._max_length
         return nest.map_structure(lambda x: x[env_ids, index], nest.get_field(self._buffer, field))
 
@@ -341,85 +305,10 @@ class ReplayBuffer:
         stored step when the episode is still running. Scans forward ``chunk`` steps
         at a time for the sequences not yet resolved.
         """
-        storage = nest.get_field(self._buffer, step_type_field)
+        step_types = nest.get_field(self._buffer, step_type_field)
         env_ids = torch.as_tensor(env_ids, dtype=torch.int64).cpu()
         positions = torch.as_tensor(positions, dtype=torch.int64).cpu()
-        newest = self._current_pos[env_ids] - 1
-        end = newest.clone()
-        todo = torch.arange(len(positions))
-        offset = 0
-        while len(todo) and offset < self._max_length:
-            pos = positions[todo, None] + offset + torch.arange(chunk)  # [N, chunk]
-            valid = pos <= newest[todo, None]
-            is_last = storage[env_ids[todo, None], pos % self._max_length] == StepType.LAST
-            hit = is_last & valid
-            found = hit.any(1)
-            first_hit = pos.gather(1, hit.int().argmax(1, keepdim=True)).squeeze(1)
-            end[todo[found]] = first_hit[found]
-            unresolved = ~found & valid[:, -1]
-            todo = todo[unresolved]
-            offset += chunk
-        return end - positions
-
-    def _no_starts_error(self, batch_length: int) -> RuntimeError:
-        return RuntimeError(
-            f"{self._name}: no env has {batch_length} steps stored yet "
-            f"(sizes {self.current_size().tolist()})"
-        )
-
-    def _sample_uniform(self, batch_size: int, batch_length: int, generator):
-        """``(env_ids, first_pos)`` ``[B]`` uniform over the valid starts of all envs."""
-        sizes = self.current_size()
-        num_starts = (sizes - batch_length + 1).clamp(min=0)
-        total = int(num_starts.sum())
-        if total == 0:
-            raise self._no_starts_error(batch_length)
-        flat = torch.randint(0, total, (batch_size,), generator=generator)
-        cumulative = torch.cumsum(num_starts, 0)
-        env_ids = torch.searchsorted(cumulative, flat, right=True)
-        offsets = flat - (cumulative[env_ids] - num_starts[env_ids])
-        return env_ids, self.first_pos()[env_ids] + offsets
-
-    def _sample_prioritized(self, batch_size: int, batch_length: int, generator):
-        """``(env_ids, first_pos, importance_weights)`` ``[B]`` drawn by priority."""
-        with self._tail_excluded(batch_length):
-            total = self._sum_tree.summary()
-            if total <= 0:
-                raise self._no_starts_error(batch_length)
-            mass = torch.rand(batch_size, dtype=torch.float64, generator=generator) * total
-            leaves = self._sum_tree.find_sum_index(mass)
-            priorities = self._sum_tree[leaves]
-            min_priority = self._min_tree.summary()
-        env_ids = leaves // self._max_length
-        slots = leaves % self._max_length
-        last = self._current_pos[env_ids] - 1
-        first_pos = last - (last - slots) % self._max_length
-        weights = (min_priority / priorities) ** self.current_beta()
-        return env_ids, first_pos, weights.to(torch.float32)
-
-    @contextlib.contextmanager
-    def _tail_excluded(self, batch_length: int):
-        """Zero the priorities of each env's newest ``batch_length - 1`` steps meanwhile.
-
-        They cannot start a full sequence; excluding them (rather than clipping
-        starts) keeps ``P(i)`` exactly proportional to ``p_i^alpha`` over valid starts.
-        """
-        if batch_length <= 1:
-            yield
-            return
-        back = torch.arange(batch_length - 1)
-        positions = self._current_pos.unsqueeze(1) - 1 - back
-        stored = back < self.current_size().unsqueeze(1)
-        envs = self._env_range.unsqueeze(1).expand_as(positions)
-        leaves = self._leaf(envs[stored], positions[stored])
-        sums, minima = self._sum_tree[leaves], self._min_tree[leaves]
-        self._sum_tree[leaves] = 0.0
-        self._min_tree[leaves] = math.inf
-        try:
-            yield
-        finally:
-            self._sum_tree[leaves] = sums
-            self._min_tree[leaves] = minima
+        return self._ring.steps_to_last(step_types, env_ids, positions, chunk)
 
     # -- priorities --------------------------------------------------------------------
 
@@ -437,39 +326,9 @@ class ReplayBuffer:
             priorities: ``[B]`` nonnegative finite priorities (any device, detached
                 here), clamped below at ``priority_eps``.
         """
-        if not self._prioritized:
+        if self._priorities is None:
             raise RuntimeError(f"{self._name}: update_priority without prioritized_sampling")
-        env_ids = torch.as_tensor(env_ids).to(device="cpu", dtype=torch.int64).reshape(-1)
-        positions = torch.as_tensor(positions).to(device="cpu", dtype=torch.int64).reshape(-1)
-        priorities = torch.as_tensor(priorities).detach().to("cpu", torch.float64).reshape(-1)
-        if not env_ids.shape == positions.shape == priorities.shape:
-            raise ValueError(
-                f"{self._name}: update_priority got {env_ids.numel()} env ids, "
-                f"{positions.numel()} positions and {priorities.numel()} priorities"
-            )
-        if not bool(torch.isfinite(priorities).all()) or bool((priorities < 0).any()):
-            raise ValueError(f"{self._name}: priorities must be finite and >= 0: {priorities}")
-        priorities = priorities.clamp(min=self._eps)
-        valid = (positions >= self.first_pos()[env_ids]) & (positions < self._current_pos[env_ids])
-        if not bool(valid.any()):
-            return
-        priorities = priorities[valid]
-        leaves = self._leaf(env_ids[valid], positions[valid])
-        self._set_priority_leaves(leaves, priorities**self._alpha)
-        self._max_priority = max(self._max_priority, float(priorities.max()))
-
-    def _valid_slots(self) -> torch.Tensor:
-        """``[num_envs * max_length]`` bool: which slots hold a stored step."""
-        slots = torch.arange(self._max_length)
-        last = self._current_pos.unsqueeze(1) - 1
-        positions = last - (last - slots) % self._max_length
-        return (positions >= self.first_pos().unsqueeze(1)).reshape(-1)
-
-    def _set_all_priorities(self, values: torch.Tensor) -> None:
-        """Rebuild both trees from ``[num_envs * max_length]`` ``p^alpha`` (0 where not stored)."""
-        values = torch.where(self._valid_slots(), values.to(torch.float64).reshape(-1), 0.0)
-        self._sum_tree.set_all(values)
-        self._min_tree.set_all(torch.where(values > 0, values, math.inf))
+        self._priorities.update(env_ids, positions, priorities)
 
     # -- clearing and checkpoints ------------------------------------------------------
 
@@ -477,20 +336,21 @@ class ReplayBuffer:
         """Set leaf ``field`` (a dotted path, e.g. ``'time_step.step_type'``) of each env's
         newest stored step to ``value`` (envs with nothing stored are left alone)."""
         storage = nest.get_field(self._buffer, field)
-        has_data = self._current_pos > self._clear_pos
-        env_ids = self._env_range[has_data]
-        index = (self._current_pos[has_data] - 1) % self._max_length
+        ring = self._ring
+        has_data = ring.current_pos > ring.clear_pos
+        env_ids = ring.env_range[has_data]
+        index = (ring.current_pos[has_data] - 1) % self._max_length
         storage[env_ids, index] = torch.as_tensor(value, dtype=storage.dtype)
 
     def clear(self, keep_last: int = 0) -> None:
         """Forget stored steps except each env's newest ``keep_last`` (positions keep growing)."""
-        self._clear_pos = torch.maximum(self._clear_pos, self._current_pos - keep_last)
-        if self._prioritized:
-            self._set_all_priorities(self._sum_tree.leaves())
+        self._ring.forget(keep_last)
+        if self._priorities is not None:
+            self._priorities.rebuild()
 
     def spec_info(self) -> list:
         """``[[shape, dtype name], ...]`` of each leaf of one step (flattened order)."""
-        return [[list(x.shape[2:]), str(x.dtype).removeprefix("torch.")] for x in self._flat_buffer]
+        return buffer_state.spec_info(self._flat_buffer)
 
     def state_dict(self) -> dict:
         """Contents, pointers and priorities, for checkpoints (tensors and plain values).
@@ -502,29 +362,11 @@ class ReplayBuffer:
         checkpoint of a large buffer does not need twice its memory): save or clone
         them before the buffer changes.
         """
-        state = {f"data.{i}": x for i, x in enumerate(self._flat_buffer)}
-        state["current_pos"] = self._current_pos.clone()
-        state["clear_pos"] = self._clear_pos.clone()
-        state["spec_info"] = self.spec_info()
-        if self._prioritized:
-            leaves = self._sum_tree.leaves()
-            state["priority"] = leaves.reshape(self._num_envs, self._max_length)
-            state["max_priority"] = self._max_priority
-        return state
+        return buffer_state.buffer_state(self._flat_buffer, self._ring, self._priorities)
 
     def state_nbytes(self, state: dict | None = None) -> int:
         """Bytes of the tensors of ``state`` (``state_dict()`` when None)."""
-        state = self.state_dict() if state is None else state
-        return sum(v.numel() * v.element_size() for v in state.values() if torch.is_tensor(v))
-
-    def _check_state(self, state: dict) -> None:
-        expected = [[self._num_envs, self._max_length, *s] for s, _ in self.spec_info()]
-        found = [list(state[f"data.{i}"].shape) for i in range(len(self._flat_buffer))]
-        if found != expected or state.get("spec_info", self.spec_info()) != self.spec_info():
-            raise ValueError(
-                f"{self._name}: checkpointed buffer {found} / {state.get('spec_info')} does not "
-                f"match this buffer {expected} / {self.spec_info()}"
-            )
+        return buffer_state.state_nbytes(self.state_dict() if state is None else state)
 
     def load_state_dict(self, state: dict) -> None:
         """Load what ``state_dict`` wrote (shapes and dtypes must match).
@@ -532,20 +374,4 @@ class ReplayBuffer:
         A prioritized buffer loading a state without priorities gives every stored
         step the priority ``max_priority`` (1).
         """
-        missing = [f"data.{i}" for i in range(len(self._flat_buffer)) if f"data.{i}" not in state]
-        if missing or "current_pos" not in state:
-            raise ValueError(f"{self._name}: state lacks {missing or ['current_pos']}")
-        self._check_state(state)
-        for i, storage in enumerate(self._flat_buffer):
-            storage.copy_(state[f"data.{i}"])
-        self._current_pos.copy_(state["current_pos"])
-        self._clear_pos.copy_(state.get("clear_pos", torch.zeros_like(self._clear_pos)))
-        if not self._prioritized:
-            return
-        if "priority" in state:
-            self._max_priority = float(state["max_priority"])
-            self._set_all_priorities(torch.as_tensor(state["priority"]).cpu())
-        else:
-            logging.warning("%s: no priorities in the state; using max_priority", self._name)
-            slots = self._num_envs * self._max_length
-            self._set_all_priorities(torch.full((slots,), self._max_priority**self._alpha))
+        buffer_state.load_buffer_state(state, self._flat_buffer, self._ring, self._priorities)

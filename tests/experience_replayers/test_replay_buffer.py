@@ -191,7 +191,9 @@ def test_prioritized_frequencies_match_priorities_to_the_alpha(batch_length):
     counts = sample_counts(buffer, num_samples, batch_length)
     assert_within_binomial(counts, probs, num_samples)
     # the tail excluded while sampling is restored afterwards
-    assert buffer._sum_tree.summary() == pytest.approx(sum(v**alpha for v in priorities.values()))
+    assert buffer._priorities._sum_tree.summary() == pytest.approx(
+        sum(v**alpha for v in priorities.values())
+    )
 
 
 def test_importance_weights_as_defined():
@@ -274,7 +276,7 @@ def test_checkpoint_round_trip_restores_contents_positions_and_priorities(tmp_pa
             assert torch.equal(before[key], after[key]), key
         else:
             assert before[key] == after[key], key
-    assert torch.equal(buffer._min_tree._nodes, restored._min_tree._nodes)
+    assert torch.equal(buffer._priorities._min_tree._nodes, restored._priorities._min_tree._nodes)
     batch, info = buffer.get_batch(64, 2, generator=torch.Generator().manual_seed(3))
     batch2, info2 = restored.get_batch(64, 2, generator=torch.Generator().manual_seed(3))
     assert torch.equal(batch.pos, batch2.pos) and torch.equal(batch.env, batch2.env)
