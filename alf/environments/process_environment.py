@@ -1,34 +1,25 @@
 """``ProcessEnvironment``: one environment in a subprocess behind an explicit protocol.
 
-The worker is started with the ``forkserver`` start method (``spawn`` where it is not
-available): the fork server imports torch and alf once, and every later worker is a
-cheap fork of it (~10 ms instead of ~0.8 s of imports per worker with ``spawn``), while
-never forking a parent that may already run torch threads. The environment
-constructor is sent cloudpickled, so lambdas and ``functools.partial`` both work.
+The environment constructor is sent cloudpickled, so lambdas and ``functools.partial``
+both work. The parent/worker protocol (message framing, message types, the
+shared-memory data path) is in ``process_protocol``; the worker loop in
+``process_worker``; the parent's end of one worker (starting it with the forkserver,
+waits bounded by a timeout and a liveness check, stopping it) in ``process_connection``.
 
-The parent/worker protocol (message framing, message types, the shared-memory data
-path) is in ``process_protocol``; the worker loop in ``process_worker``.
-
-Robustness. Every wait polls the pipe in short slices and checks between slices that
-the worker is alive, so a dead worker (e.g. SIGKILL) raises ``EnvironmentProcessError``
-naming the env_id and exit code at once, and a hung one raises after ``timeout``.
-Worker exceptions are re-raised in the parent with the worker's traceback text. With
-``restart_on_crash`` a dead worker is replaced and reset (its row restarts with FIRST).
+Robustness. A dead worker (e.g. SIGKILL) raises ``EnvironmentProcessError`` naming the
+env_id and exit code at once, and a hung one raises after ``timeout``. Worker
+exceptions are re-raised in the parent with the worker's traceback text. With
+``restart_on_crash`` a dead worker is replaced and reset (its row restarts with FIRST),
+at most ``max_restarts`` times per ``restart_window`` seconds (``RestartBudget``).
 Workers ignore SIGINT, so Ctrl-C reaches the parent only; ``close()`` (also run by a
 finalizer at interpreter exit) asks the worker to exit, then terminates and kills it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import multiprocessing
 import pickle
-import select
-import sys
 import time
-import weakref
-from multiprocessing import reduction
 
 import cloudpickle
 
@@ -41,6 +32,13 @@ from alf.environments.batched_environment import (
     check_batched_leaves,
     to_numpy_leaf,
 )
+from alf.environments.process_connection import (  # noqa: F401 (re-exported)
+    POLL_INTERVAL,
+    WorkerConnection,
+    _main_module_hidden,
+    get_context,
+    shutdown_workers,
+)
 from alf.environments.process_protocol import (  # noqa: F401 (re-exported)
     EnvironmentProcessCrashed,
     EnvironmentProcessError,
@@ -51,74 +49,33 @@ from alf.environments.process_protocol import (  # noqa: F401 (re-exported)
     read_message,
     write_message,
 )
-from alf.environments.process_worker import worker_main
 
 logger = logging.getLogger(__name__)
 
-#: Seconds between liveness checks while waiting for a worker.
-POLL_INTERVAL = 0.05
 
-_FORKSERVER_PRELOAD = ["alf.environments.process_worker", "alf.environments.suite_gym"]
+class RestartBudget:
+    """How often ``restart_on_crash`` may replace a crashed worker: ``max_restarts``
+    restarts within any ``window`` seconds. A worker that dies on every step would
+    otherwise be restarted forever and every step would be FIRST."""
 
+    def __init__(self, max_restarts: int, window: float):
+        self.max_restarts, self.window = max_restarts, window
+        self._times: list[float] = []
 
-def get_context(start_method: str | None = None):
-    """The multiprocessing context for env workers (forkserver with alf preloaded)."""
-    if start_method is None:
-        available = multiprocessing.get_all_start_methods()
-        start_method = "forkserver" if "forkserver" in available else "spawn"
-    context = multiprocessing.get_context(start_method)
-    if start_method == "forkserver":
-        context.set_forkserver_preload(_FORKSERVER_PRELOAD)
-    return context
-
-
-@contextlib.contextmanager
-def _main_module_hidden():
-    """Start workers without re-running the parent's ``__main__`` in them.
-
-    ``spawn``/``forkserver`` children import the parent's main script (as
-    ``__mp_main__``) so that pickles can refer to its objects; an unguarded script
-    would then start workers (or training) again in every worker. The worker needs
-    nothing from ``__main__`` (the constructor is cloudpickled by value), so the
-    main module's ``__spec__``/``__file__`` are hidden while the worker starts.
-    """
-    main = sys.modules.get("__main__")
-    if main is None:
-        yield
-        return
-    saved = {name: vars(main)[name] for name in ("__spec__", "__file__") if name in vars(main)}
-    try:
-        main.__spec__ = None
-        vars(main).pop("__file__", None)
-        yield
-    finally:
-        vars(main).update(saved)
-
-
-def _shutdown_worker(process, conn, timeout: float) -> None:
-    """Ask the worker to exit; terminate, then kill it if it does not."""
-    shutdown_workers([(process, conn)], timeout)
-
-
-def shutdown_workers(workers: list, grace: float = 5.0) -> None:
-    """Stop the ``(process, conn)`` workers together: ask all to exit, give them ``grace``
-    seconds in all, then terminate and kill the ones left (a hung worker costs the
-    grace once, however many there are)."""
-    for process, conn in workers:
-        try:
-            if process.is_alive():
-                write_message(conn.fileno(), MessageType.CLOSE)
-        except (OSError, ValueError):
-            pass
-    for stop in (None, "terminate", "kill"):
-        left = [process for process, _ in workers if process.exitcode is None]
-        for process in left if stop else ():
-            getattr(process, stop)()
-        deadline = time.monotonic() + (grace if stop is None else 1.0)
-        for process in left:
-            process.join(max(0.0, deadline - time.monotonic()))
-    for _, conn in workers:
-        conn.close()
+    def spend(self, error: Exception, env_id) -> None:
+        """Count one restart after ``error``; raise ``EnvironmentProcessCrashed`` (naming
+        ``error``) instead when the budget of the last ``window`` seconds is spent."""
+        now = time.monotonic()
+        self._times = [t for t in self._times if now - t < self.window]
+        if len(self._times) >= self.max_restarts:
+            raise EnvironmentProcessCrashed(
+                f"{error}; it crashed {len(self._times) + 1} times within "
+                f"{self.window:g} s, more than restart_on_crash allows "
+                f"(max_restarts={self.max_restarts} per restart_window)",
+                env_id=env_id,
+                exitcode=getattr(error, "exitcode", None),
+            )
+        self._times.append(now)
 
 
 class ProcessEnvironment(AlfEnvironment):
@@ -166,9 +123,9 @@ class ProcessEnvironment(AlfEnvironment):
         restart_window: float = 60.0,
     ):
         super().__init__()
+        self._worker = None  # the WorkerConnection of the current worker
         self.env_id = env_id
-        self._max_restarts, self._restart_window = max_restarts, restart_window
-        self._restart_times: list[float] = []
+        self._restart_budget = RestartBudget(max_restarts, restart_window)
         self._constructor_bytes = cloudpickle.dumps(env_constructor)
         # The worker is a fresh process: it gets this process's configured values.
         self._configs = export_configs()
@@ -178,12 +135,9 @@ class ProcessEnvironment(AlfEnvironment):
         self._start_timeout = start_timeout
         self._restart_on_crash = restart_on_crash
         self._context = get_context(start_method)
-        self._process = self._conn = self._finalizer = None
         self._description = None
         self._shared = None  # (time-step SharedBuffer, action SharedBuffer, first row)
         self._own_buffers = None  # the same buffers when this env owns them
-        self._awaiting_reply = False
-        self._failure = None
         self._closed = False
         #: how many times the worker was restarted after a crash.
         self.num_restarts = 0
@@ -193,37 +147,31 @@ class ProcessEnvironment(AlfEnvironment):
 
     # -- life cycle ------------------------------------------------------------------
 
+    @property
+    def env_id(self):
+        """The id of the environment (an int, or a ``range`` of ids for a batched member)."""
+        return self._env_id
+
+    @env_id.setter
+    def env_id(self, env_id) -> None:
+        self._env_id = env_id
+        if self._worker is not None:
+            self._worker.env_id = env_id
+
     def start(self) -> None:
         """Start the worker process (returns at once; see ``wait_until_ready``)."""
-        parent_conn, child_conn = self._context.Pipe(duplex=True)
-        process = self._context.Process(
-            target=worker_main,
-            args=(
-                child_conn,
-                self._constructor_bytes,
-                self.env_id,
-                self._torch_num_threads,
-                self._configs,
-            ),
-            name=f"alf-env-{format_env_id(self.env_id)}",
-            daemon=True,
+        worker_args = (
+            self._constructor_bytes,
+            self.env_id,
+            self._torch_num_threads,
+            self._configs,
         )
-        with _main_module_hidden():
-            process.start()
-        child_conn.close()
-        self._process, self._conn = process, parent_conn
-        self._fd = parent_conn.fileno()
-        self._poller = select.poll()
-        self._poller.register(self._fd, select.POLLIN)
-        self._finalizer = weakref.finalize(self, _shutdown_worker, process, parent_conn, 5.0)
-        self._awaiting_reply = True
+        self._worker = WorkerConnection(self._context, self.env_id, worker_args, self._timeout)
 
     def wait_until_ready(self) -> None:
         """Wait for the worker to build the env; on failure close and raise its error."""
         try:
-            self._awaiting_reply = False
-            _, payload = self._receive((MessageType.READY,), self._start_timeout)
-            description = pickle.loads(payload)
+            description = self._worker.wait_ready(self._start_timeout)
             if self._description is not None:
                 self._check_same_description(description)
             self._description = description
@@ -245,21 +193,20 @@ class ProcessEnvironment(AlfEnvironment):
     @property
     def pid(self) -> int | None:
         """The worker's process id."""
-        return None if self._process is None else self._process.pid
+        return None if self._worker is None else self._worker.pid
 
     def detach_worker(self):
         """``(process, conn)`` of the live worker, handed over to the caller to stop (with
         ``shutdown_workers``, together with others); None when there is none."""
-        detached = None if self._finalizer is None else self._finalizer.detach()
-        return None if detached is None else detached[2][:2]
+        return None if self._worker is None else self._worker.detach()
 
     def close(self) -> None:
         """Stop the worker and release shared memory. Idempotent."""
         if self._closed:
             return
         self._closed = True
-        if self._finalizer is not None:
-            self._finalizer()
+        if self._worker is not None:
+            self._worker.stop()
         if self._own_buffers is not None:
             self._own_time_step_views = self._own_action_views = None
             for buffer in self._own_buffers:
@@ -343,9 +290,8 @@ class ProcessEnvironment(AlfEnvironment):
             "rows": (row_start, row_start + self.batch_size),
         }
         self._request(MessageType.ATTACH, pickle.dumps(spec))
-        reduction.send_handle(self._conn, time_step_buffer.fd, self.pid)
-        reduction.send_handle(self._conn, action_buffer.fd, self.pid)
-        self._receive((MessageType.RESULT,), self._timeout)
+        self._worker.send_handles(time_step_buffer.fd, action_buffer.fd)
+        self._worker.receive((MessageType.RESULT,), self._timeout)
 
     # -- messages --------------------------------------------------------------------------
 
@@ -353,86 +299,7 @@ class ProcessEnvironment(AlfEnvironment):
         """Send a request that expects one reply (after draining a stale reply)."""
         if self._closed:
             raise EnvironmentProcessError(f"{self._name()} is closed", env_id=self.env_id)
-        if self._failure is not None:
-            raise self._failure
-        if self._awaiting_reply:
-            self._drain()
-        try:
-            write_message(self._fd, kind, payload)
-        except OSError:
-            raise self._crash_error() from None
-        self._awaiting_reply = True
-
-    def _drain(self) -> None:
-        """Discard the reply to a request whose wait was interrupted (e.g. by Ctrl-C)."""
-        self._awaiting_reply = False
-        try:
-            self._receive(tuple(MessageType), self._timeout)
-        except EnvironmentProcessCrashed:
-            raise
-        except EnvironmentProcessError:
-            pass
-
-    def _receive(self, expected: tuple, timeout: float, said: float | None = None):
-        """Wait for the next message, checking that the worker lives, and decode it.
-
-        ``said``: the timeout to name in the error (the whole budget when ``timeout`` is
-        what is left of a shared deadline).
-
-        Returns:
-            ``(kind, payload)``. An EXCEPTION message is raised as
-            ``EnvironmentProcessError``.
-        """
-        poll, process = self._poller.poll, self._process
-        wait_ms = int(POLL_INTERVAL * 1000)
-        deadline = time.monotonic() + timeout
-        while not poll(wait_ms):
-            if not process.is_alive():
-                if poll(0):
-                    break  # its last message is still in the pipe
-                raise self._crash_error()
-            if time.monotonic() > deadline:
-                raise EnvironmentProcessError(
-                    f"{self._name()} did not answer within {said or timeout:g} s",
-                    env_id=self.env_id,
-                )
-        try:
-            kind, payload = read_message(self._fd)
-        except (EOFError, OSError):
-            raise self._crash_error() from None
-        self._awaiting_reply = False
-        if kind == MessageType.EXCEPTION:
-            raise self._remote_error(pickle.loads(payload))
-        if kind not in expected:
-            raise EnvironmentProcessError(
-                f"{self._name()}: protocol error, got {MessageType(kind).name} while "
-                f"expecting {[MessageType(k).name for k in expected]}",
-                env_id=self.env_id,
-            )
-        return kind, payload
-
-    def _crash_error(self) -> EnvironmentProcessCrashed:
-        self._process.join(1.0)
-        exitcode = self._process.exitcode
-        error = EnvironmentProcessCrashed(
-            f"{self._name()} died with {describe_exitcode(exitcode)}",
-            env_id=self.env_id,
-            exitcode=exitcode,
-        )
-        self._awaiting_reply = False
-        self._failure = error
-        return error
-
-    def _remote_error(self, info: dict) -> EnvironmentProcessError:
-        error = EnvironmentProcessError(
-            f"{self._name()} raised {info['type']}: {info['message']}\n\n"
-            f"Traceback in the worker process:\n{info['traceback']}",
-            env_id=self.env_id,
-            remote_traceback=info["traceback"],
-        )
-        with contextlib.suppress(Exception):
-            error.__cause__ = cloudpickle.loads(info["exception"])
-        return error
+        self._worker.request(kind, payload)
 
     # -- running ----------------------------------------------------------------------------
 
@@ -475,38 +342,25 @@ class ProcessEnvironment(AlfEnvironment):
         expected = (MessageType.DONE, MessageType.RESULT)
         timeout = self._timeout if deadline is None else max(0.0, deadline - time.monotonic())
         try:
-            kind, payload = self._receive(expected, timeout, said=self._timeout)
+            kind, payload = self._worker.receive(expected, timeout, said=self._timeout)
         except EnvironmentProcessCrashed:
             if not self._restart_on_crash:
                 raise
             self._restart()
             self._request(MessageType.RESET)
-            kind, payload = self._receive(expected, self._timeout)
+            kind, payload = self._worker.receive(expected, self._timeout)
         return None if kind == MessageType.DONE else pickle.loads(payload)
 
     def _restart(self) -> None:
         """Replace a dead worker by a new one (same constructor, same shared rows), unless
-        it crashed ``max_restarts`` times within ``restart_window`` seconds: then the
-        crash is raised (a worker that dies on every step would otherwise be restarted
-        forever and every step would be FIRST)."""
-        now = time.monotonic()
-        self._restart_times = [t for t in self._restart_times if now - t < self._restart_window]
-        if len(self._restart_times) >= self._max_restarts:
-            error = self._failure or EnvironmentProcessCrashed(
-                f"{self._name()} crashed", env_id=self.env_id
-            )
-            raise EnvironmentProcessCrashed(
-                f"{error}; it crashed {len(self._restart_times) + 1} times within "
-                f"{self._restart_window:g} s, more than restart_on_crash allows "
-                f"(max_restarts={self._max_restarts} per restart_window)",
-                env_id=self.env_id,
-                exitcode=getattr(error, "exitcode", None),
-            )
-        self._restart_times.append(now)
+        the restart budget is spent: then the crash is raised."""
+        error = self._worker.failure or EnvironmentProcessCrashed(
+            f"{self._name()} crashed", env_id=self.env_id
+        )
+        self._restart_budget.spend(error, self.env_id)
         self.num_restarts += 1
         logger.warning("%s crashed; restarting it (restart #%d)", self._name(), self.num_restarts)
-        self._finalizer()
-        self._failure = None
+        self._worker.stop()
         self.start()
         self.wait_until_ready()
 
@@ -543,12 +397,12 @@ class ProcessEnvironment(AlfEnvironment):
     def call(self, name: str, *args, **kwargs):
         """Call ``env.name(*args, **kwargs)`` in the worker and return the result."""
         self._request(MessageType.CALL, cloudpickle.dumps((name, args, kwargs)))
-        return pickle.loads(self._receive((MessageType.RESULT,), self._timeout)[1])
+        return pickle.loads(self._worker.receive((MessageType.RESULT,), self._timeout)[1])
 
     def get_attr(self, name: str):
         """``env.name`` in the worker."""
         self._request(MessageType.GETATTR, pickle.dumps(name))
-        return pickle.loads(self._receive((MessageType.RESULT,), self._timeout)[1])
+        return pickle.loads(self._worker.receive((MessageType.RESULT,), self._timeout)[1])
 
     def seed(self, seed) -> None:
         self.call("seed", seed)

@@ -1,6 +1,6 @@
 """The ``'processes'`` backend: each sampler is a child process on this machine.
 
-A sampler process is started like alf's environment workers (``process_environment``:
+A sampler process is started like alf's environment workers (``process_connection``:
 ``forkserver`` with alf preloaded, ``spawn`` where that is missing; the parent's
 ``__main__`` hidden) and talks to the learner over one duplex pipe. Every message is
 one pickled ``(kind, value)`` tuple of plain CPU data: requests ``(command, payload)``
@@ -20,7 +20,7 @@ import time
 import traceback
 import weakref
 
-from alf.environments.process_environment import _main_module_hidden, get_context
+from alf.environments.process_connection import _main_module_hidden, get_context
 from alf.samplers.errors import SamplerError
 from alf.samplers.serialization import dumps, loads
 
