@@ -6,7 +6,7 @@ The loop (``_train``) calls ``algorithm.train_iter()`` until ``num_iterations`` 
 * ``run_state.RunState``: what the run derives at run time (the seed in force, this
   learner rank's share of the envs and of the minibatch, the counters, and the
   ``Progress`` the schedules read); ``TrainerConfig`` is never changed;
-* ``algorithm_factory.create_algorithm``: the conf's algorithm and its data transformers;
+* ``alf.algorithms.factory.create_algorithm``: the conf's algorithm and its data transformers;
 * ``checkpoints.RunCheckpoints``: checkpoints (``root_dir/train/algorithm``), exact
   resume, ``init_from``;
 * ``evaluator.TrainingEvaluation``: evaluations of the deterministic policy;

@@ -11,7 +11,7 @@ and goes on, and keeps that here, never in the configuration:
   the ``Progress`` the schedules read (``alf.utils.training_progress``).
 
 The data transformers built from ``TrainerConfig.data_transformer_ctor`` are held by the
-algorithm they were given to (``alf.trainers.algorithm_factory.create_algorithm``).
+algorithm they were given to (``alf.algorithms.factory.create_algorithm``).
 """
 
 from __future__ import annotations
