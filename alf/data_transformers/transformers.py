@@ -52,19 +52,6 @@ from alf.data_transformers.base import (
 from alf.tensor_specs import BoundedTensorSpec, TensorSpec
 from alf.utils.normalizers import AdaptiveNormalizer, ScalarAdaptiveNormalizer
 
-__all__ = [
-    "ImageScaleTransformer",
-    "ObservationNormalizer",
-    "RewardClipping",
-    "RewardNormalizer",
-    "RewardScaling",
-    "SequentialDataTransformer",
-    "UntransformedTimeStep",
-    "check_order",
-    "create_data_transformer",
-    "prenormalizing",
-]
-
 
 @alf.configurable
 class UntransformedTimeStep(TimeStepTransformer):

@@ -66,23 +66,26 @@ class Actor(abc.ABC):
     The time steps, policy state and transform state carry over from one ``unroll`` to
     the next, so consecutive unrolls continue the same episodes; ``restart`` starts new
     ones. Implemented by ``Unroller`` (in-process) and ``SamplerUnroller`` (remote
-    samplers); ``RLAlgorithm.set_unroller`` takes either.
+    samplers); ``RLAlgorithm.set_unroller`` takes either. An implementation sets
+    ``_env``, ``_policy`` and ``_metrics`` when built.
     """
 
+    _env = _policy = _metrics = None
+
     @property
-    @abc.abstractmethod
     def env(self):
         """The batched environment (or, for remote samplers, one with their specs)."""
+        return self._env
 
     @property
-    @abc.abstractmethod
     def policy(self):
         """The ``AlgorithmPolicy`` it acts with."""
+        return self._policy
 
     @property
-    @abc.abstractmethod
     def metrics(self) -> EpisodeMetrics:
         """Episode metrics of every raw time step acted on (``[B]`` at a time)."""
+        return self._metrics
 
     @property
     def batch_size(self) -> int:

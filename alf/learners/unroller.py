@@ -116,19 +116,6 @@ class Unroller(Actor):
         self._core = None  # the ActorCore of the episodes since the last reset
         self._env_steps = 0
 
-    @property
-    def env(self):
-        return self._env
-
-    @property
-    def policy(self) -> AlgorithmPolicy:
-        return self._policy
-
-    @property
-    def metrics(self) -> EpisodeMetrics:
-        """Episode metrics of every time step the unroller saw (raw rewards)."""
-        return self._metrics
-
     def restart(self, seed: int | None = None) -> None:
         """Start new episodes at the next step: ``env.seed(seed)`` (when given), then
         ``env.reset()`` when the next step is taken.

@@ -70,18 +70,6 @@ class SamplerUnroller(Actor):
         self.actor_generator = None  # the actors' streams live in the samplers
 
     @property
-    def env(self):
-        return self._env
-
-    @property
-    def policy(self) -> AlgorithmPolicy:
-        return self._policy
-
-    @property
-    def metrics(self) -> EpisodeMetrics:
-        return self._metrics
-
-    @property
     def server(self) -> InferenceServer:
         return self._server
 
