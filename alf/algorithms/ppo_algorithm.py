@@ -14,21 +14,16 @@ rule).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 
 import alf
 import alf.summary
 from alf.algorithms.actor_critic_algorithm import ActorCriticAlgorithm
 from alf.algorithms.ppo_loss import PPOLoss
-from alf.configuration.argtypes import Probability
 from alf.data_structures import Experience, LossInfo
 from alf.learners.on_policy_learner import EpochLearner
-from alf.networks.actor_distribution_networks import ActorDistributionNetwork
-from alf.networks.value_networks import ValueNetwork
 from alf.parallel import collectives
-from alf.tensor_specs import TensorSpec
+from alf.utils.defaults import extends
 
 
 @alf.configurable
@@ -43,44 +38,9 @@ class PPOAlgorithm(ActorCriticAlgorithm):
 
     learner_class = EpochLearner
 
-    def __init__(
-        self,
-        observation_spec,
-        action_spec,
-        reward_spec=TensorSpec(()),
-        actor_network_ctor: Callable = ActorDistributionNetwork,
-        value_network_ctor: Callable = ValueNetwork,
-        encoding_network_ctor: Callable | None = None,
-        env=None,
-        config=None,
-        loss=None,
-        loss_class: Callable = PPOLoss,
-        optimizer=None,
-        actor_optimizer=None,
-        value_optimizer=None,
-        epsilon_greedy: Probability | None = None,
-        target_kl: float | None = None,
-        debug_summaries: bool = False,
-        name: str = "PPOAlgorithm",
-    ):
-        super().__init__(
-            observation_spec=observation_spec,
-            action_spec=action_spec,
-            reward_spec=reward_spec,
-            actor_network_ctor=actor_network_ctor,
-            value_network_ctor=value_network_ctor,
-            encoding_network_ctor=encoding_network_ctor,
-            env=env,
-            config=config,
-            loss=loss,
-            loss_class=loss_class,
-            optimizer=optimizer,
-            actor_optimizer=actor_optimizer,
-            value_optimizer=value_optimizer,
-            epsilon_greedy=epsilon_greedy,
-            debug_summaries=debug_summaries,
-            name=name,
-        )
+    @extends(ActorCriticAlgorithm.__init__, loss_class=PPOLoss, name="PPOAlgorithm")
+    def __init__(self, *, target_kl: float | None = None, **parent_args):
+        super().__init__(**parent_args)
         self._target_kl = target_kl
         self._stop_epochs = False
         self._num_updates_this_iter = 0

@@ -1,10 +1,11 @@
-"""``with_defaults``: a function with other default values, for subclasses that only
-change their parent's defaults."""
+"""Subclass constructors without repeating the parent's: ``with_defaults`` (other default
+values only) and ``extends`` (the parent's arguments plus new ones)."""
 
 from __future__ import annotations
 
 import functools
 import inspect
+import typing
 from collections.abc import Callable
 
 
@@ -57,3 +58,72 @@ def with_defaults(fn: Callable, **defaults) -> Callable:
 
     call_with_defaults.__signature__ = new_signature
     return call_with_defaults
+
+
+def extends(parent: Callable, **defaults) -> Callable:
+    """Decorator: a subclass constructor that takes its parent's arguments and adds its own.
+
+    ``fn`` declares only its new arguments, keyword-only, and collects the parent's in
+    ``**parent_args``::
+
+        @alf.configurable
+        class PPOAlgorithm(ActorCriticAlgorithm):
+            @extends(ActorCriticAlgorithm.__init__, loss_class=PPOLoss, name="PPOAlgorithm")
+            def __init__(self, *, target_kl: float | None = None, **parent_args):
+                super().__init__(**parent_args)
+                self._target_kl = target_kl
+
+    The result's signature is the parent's (with ``defaults`` replacing some of its default
+    values, as ``with_defaults``) followed by ``fn``'s new arguments, so ``@alf.configurable``
+    configures and type-checks all of them and positional calls bind as the parent's do.
+    ``fn`` receives every argument explicitly: its own by name, the parent's (the caller's,
+    else the defaults) in ``parent_args``. The parent's string annotations are resolved
+    where the parent is defined.
+
+    Raises:
+        TypeError: if ``fn`` has arguments other than ``self``, keyword-only ones and
+            ``**parent_args``, if one of them repeats a parent argument, or if a name in
+            ``defaults`` is not a parent argument that can have a default.
+    """
+
+    def decorate(fn: Callable) -> Callable:
+        base = inspect.signature(with_defaults(parent, **defaults))
+        base = base.replace(parameters=_resolved(parent, base.parameters.values()))
+        own = list(inspect.signature(fn).parameters.values())
+        added = [p for p in own if p.kind is p.KEYWORD_ONLY]
+        kinds = [p.kind for p in own if p not in added]
+        if kinds != [inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.VAR_KEYWORD]:
+            raise TypeError(
+                f"extends: {fn.__qualname__} must be (self, *, new arguments, **parent_args)"
+            )
+        repeated = sorted({p.name for p in added} & set(base.parameters))
+        if repeated:
+            raise TypeError(f"extends: {fn.__qualname__} repeats parent arguments {repeated}")
+        tail = [p for p in base.parameters.values() if p.kind is p.VAR_KEYWORD]
+        head = [p for p in base.parameters.values() if p.kind is not p.VAR_KEYWORD]
+        signature = base.replace(parameters=head + added + tail)
+        names = {p.name for p in added}
+
+        @functools.wraps(fn)
+        def constructor(*args, **kwargs):
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            arguments = dict(bound.arguments)
+            self = arguments.pop(next(iter(signature.parameters)))
+            mine = {name: arguments.pop(name) for name in names}
+            return fn(self, **mine, **arguments)
+
+        constructor.__signature__ = signature
+        return constructor
+
+    return decorate
+
+
+def _resolved(fn: Callable, parameters) -> list:
+    """``parameters`` of ``fn`` with string annotations evaluated in ``fn``'s module (left as
+    they are where they cannot be)."""
+    try:
+        hints = typing.get_type_hints(inspect.unwrap(fn), include_extras=True)
+    except Exception:  # a name imported only for type checkers: keep the strings
+        hints = {}
+    return [p.replace(annotation=hints.get(p.name, p.annotation)) for p in parameters]

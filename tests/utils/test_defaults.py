@@ -1,11 +1,12 @@
-"""``with_defaults``: new defaults, every argument passed on, configurable subclasses."""
+"""``with_defaults`` and ``extends``: new defaults and arguments, every argument passed on,
+configurable subclasses."""
 
 import inspect
 
 import pytest
 
 import alf
-from alf.utils.defaults import with_defaults
+from alf.utils.defaults import extends, with_defaults
 
 
 def _scaled(x, scale=1.0, shift=0.0, *, power=1):
@@ -61,3 +62,69 @@ def test_configurable_subclass_has_its_own_defaults_and_configs():
         assert _Child(0, c=8).values == (0, 7, 8)
     finally:
         alf.reset_configs()
+
+
+@alf.configurable
+class _Extended(_Base):
+    @extends(_Base.__init__, b=10)
+    def __init__(self, *, d: int = 4, **parent_args):
+        super().__init__(**parent_args)
+        self.d = d
+
+
+def test_extends_adds_arguments_after_the_parents_and_passes_them_on():
+    alf.reset_configs()
+    try:
+        params = inspect.signature(_Extended.__init__).parameters
+        assert list(params) == ["self", "a", "b", "c", "d"]
+        assert [p.default for p in params.values()][2:] == [10, 2, 4]
+        assert params["d"].annotation is int  # resolved, not the string 'int'
+        x = _Extended(1, 2, d=5)  # positional as the parent's
+        assert (x.values, x.d) == ((1, 2, 2), 5)
+        assert _Extended(0).values == (0, 10, 2)
+        with pytest.raises(TypeError):
+            _Extended(0, 1, 2, 3)  # d is keyword-only
+        alf.reset_configs()
+        alf.config("_Extended", c=7, d=8)
+        x = _Extended(0)
+        assert (x.values, x.d) == ((0, 10, 7), 8)
+    finally:
+        alf.reset_configs()
+
+
+def test_extends_refuses_repeats_and_positional_additions():
+    with pytest.raises(TypeError, match=r"repeats parent arguments \['b'\]"):
+
+        @extends(_Base.__init__)
+        def init(self, *, b=3, **parent_args):
+            pass
+
+    with pytest.raises(TypeError, match="must be"):
+
+        @extends(_Base.__init__)
+        def init2(self, d, **parent_args):
+            pass
+
+    with pytest.raises(TypeError, match="not arguments"):
+        extends(_Base.__init__, e=1)(lambda self, **parent_args: None)
+
+
+def test_ppo_takes_actor_critic_arguments_and_its_own():
+    from alf.algorithms.actor_critic_algorithm import ActorCriticAlgorithm
+    from alf.algorithms.ppo_algorithm import PPOAlgorithm
+    from alf.algorithms.ppo_loss import PPOLoss
+
+    parent = inspect.signature(ActorCriticAlgorithm.__init__).parameters
+    params = inspect.signature(PPOAlgorithm.__init__).parameters
+    assert list(params) == [*parent, "target_kl"]
+    assert params["loss_class"].default is PPOLoss
+    assert params["name"].default == "PPOAlgorithm"
+    assert params["epsilon_greedy"].annotation == parent_hint(
+        ActorCriticAlgorithm, "epsilon_greedy"
+    )
+
+
+def parent_hint(cls, name):
+    import typing
+
+    return typing.get_type_hints(inspect.unwrap(cls.__init__), include_extras=True)[name]
