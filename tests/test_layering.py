@@ -48,8 +48,10 @@ LAYERS = {
     "alf.summary": 1,
     "alf.metrics": 1,
     "alf.initializers": 1,
+    "alf.nest.utils": 1,  # ALF's combiners: torch modules over nests and specs
     "alf.parallel": 1,
     # 2: building blocks of algorithms
+    "alf.layers": 2,  # ALF's layer language (networks are built of it)
     "alf.networks": 2,
     "alf.optimizers": 2,
     "alf.experience_replayers": 2,

@@ -19,7 +19,8 @@ PACKAGES = {
     "alf.algorithms": 41,
     "alf.data_structures": 10,
     "alf.environments": 26,
-    "alf.networks": 14,
+    "alf.layers": 29,
+    "alf.networks": 23,
     "alf.optimizers": 5,
 }
 """Public packages (and the module ``alf.data_structures``) -> number of names exported."""

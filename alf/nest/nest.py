@@ -89,6 +89,23 @@ def map_structure(func: Callable, *nests):
     return optree.tree_map(func, *nests, is_leaf=_is_leaf, none_is_leaf=False, namespace=_NAMESPACE)
 
 
+def flatten_up_to(shallow, deep) -> list:
+    """The sub-nests of ``deep`` at the leaves of ``shallow`` (``deep`` has ``shallow``'s
+    structure down to there), in ``flatten`` order."""
+    try:
+        return _spec(shallow).flatten_up_to(deep)
+    except ValueError as e:
+        raise ValueError(f"The nest does not have the structure of {_spec(shallow)}: {e}") from e
+
+
+def map_structure_up_to(shallow, func: Callable, *nests):
+    """``func`` applied to the sub-nests of ``nests`` at the leaves of ``shallow``; the
+    result has ``shallow``'s structure."""
+    treespec = _spec(shallow)
+    columns = [flatten_up_to(shallow, n) for n in nests]
+    return optree.tree_unflatten(treespec, [func(*xs) for xs in zip(*columns)])
+
+
 def _paths(nest, prefix=""):
     """Dotted paths of the leaves of ``nest`` in ``flatten`` order (field names for NamedTuples)."""
     if nest is None:

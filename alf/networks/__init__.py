@@ -7,9 +7,11 @@ the package needs torch, so they are imported with it.
 
 from alf.networks.actor_distribution_networks import ActorDistributionNetwork
 from alf.networks.actor_networks import ActorNetwork
+from alf.networks.cells import GRUCell, LSTMCell
+from alf.networks.containers import Branch, Echo, Parallel, Residue, Sequential
 from alf.networks.critic_networks import CriticNetwork
 from alf.networks.encoding_networks import EncodingNetwork, NestConcat
-from alf.networks.network import Network
+from alf.networks.network import Network, NetworkWrapper, wrap_as_network
 from alf.networks.projection_networks import CategoricalProjectionNetwork, NormalProjectionNetwork
 from alf.networks.q_networks import QNetwork
 from alf.networks.rnn_networks import (
@@ -21,6 +23,15 @@ from alf.networks.rnn_networks import (
 from alf.networks.value_networks import ValueNetwork
 
 __all__ = [
+    "Branch",
+    "Echo",
+    "GRUCell",
+    "LSTMCell",
+    "NetworkWrapper",
+    "Parallel",
+    "Residue",
+    "Sequential",
+    "wrap_as_network",
     "ActorDistributionNetwork",
     "ActorDistributionRNNNetwork",
     "ActorNetwork",

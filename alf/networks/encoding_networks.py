@@ -16,70 +16,10 @@ import alf
 import alf.nest as nest
 from alf.configuration.argtypes import Count
 from alf.initializers import variance_scaling_init
+from alf.nest.utils import NestConcat
 from alf.networks.network import LinearOp, Network
 from alf.tensor_specs import TensorSpec, zeros_from_spec
 from alf.utils import math_ops
-
-
-class NestConcat:
-    """Combine a nest of ``[B, ...]`` tensors into one by concatenating along ``dim``.
-
-    Leaves are taken in ``alf.nest.flatten`` order (dict keys sorted) and cast to
-    float32 if they are not floating point.
-
-    Args:
-        nest_mask: optional nest of bools with the structure of the input; only
-            leaves whose mask is True are concatenated.
-        dim: the dim to concatenate along (-1: the feature dim).
-        name: name of the combiner.
-    """
-
-    def __init__(self, nest_mask=None, dim=-1, name="NestConcat"):
-        self._nest_mask = nest_mask
-        self._dim = dim
-        self._name = name
-
-    def _leaves(self, inputs):
-        leaves = nest.flatten(inputs)
-        if self._nest_mask is None:
-            return leaves
-        return [x for x, keep in zip(leaves, nest.flatten(self._nest_mask)) if keep]
-
-    def __call__(self, inputs):
-        leaves = [x if x.is_floating_point() else x.float() for x in self._leaves(inputs)]
-        return torch.cat(leaves, dim=self._dim)
-
-    def output_spec(self, input_spec) -> TensorSpec:
-        """The spec of the combined tensor; a ``ValueError`` naming the shapes if they clash."""
-        pairs = nest.flatten_with_path(input_spec)
-        if self._nest_mask is not None:
-            nest.assert_same_structure(input_spec, self._nest_mask)
-            pairs = [p for p, keep in zip(pairs, nest.flatten(self._nest_mask)) if keep]
-        if not pairs:
-            raise ValueError(f"{self._name}: nothing to concatenate in {input_spec}")
-        shapes = [list(spec.shape) for _, spec in pairs]
-        rank = len(shapes[0])
-        # Index of the concatenation dim in the (batch-less) spec shape.
-        index = rank + self._dim if self._dim < 0 else self._dim - 1
-        if not 0 <= index < rank or any(not _concatenable(s, shapes[0], index) for s in shapes):
-            described = ", ".join(
-                f"{path or '<root>'}: {tuple(s)}" for (path, _), s in zip(pairs, shapes)
-            )
-            raise ValueError(
-                f"{self._name} cannot concatenate inputs of shapes [{described}] along dim "
-                f"{self._dim}: all must have the same rank (>= 1) and agree on the other dims. "
-                "Give input_preprocessors that flatten or encode each input to a vector "
-                "(e.g. an EncodingNetwork with conv_layer_params for images)."
-            )
-        shape = list(shapes[0])
-        shape[index] = sum(s[index] for s in shapes)
-        return TensorSpec(shape, torch.float32)
-
-
-def _concatenable(shape, reference, index) -> bool:
-    if len(shape) != len(reference):
-        return False
-    return all(a == b for i, (a, b) in enumerate(zip(shape, reference)) if i != index)
 
 
 def _activation_ops(activation) -> list:

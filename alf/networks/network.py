@@ -17,7 +17,9 @@ from torch.nn.modules import module as _module
 
 import alf.nest as nest
 from alf.configuration import scopes
-from alf.tensor_specs import zeros_from_spec
+from alf.layers.dense import FC
+from alf.layers.parallel import make_parallel_net, make_parallel_spec
+from alf.tensor_specs import TensorSpec, zeros_from_spec
 
 
 def _copy_arg(value):
@@ -204,3 +206,53 @@ def _is_hooked(module: nn.Module) -> bool:
         or _module._global_backward_hooks
         or torch._C._get_tracing_state()
     )
+
+
+class NetworkWrapper(Network):
+    """A module or function ``f`` of one input as a feed-forward ``Network``:
+    ``(f(x), state)``.
+
+    Args:
+        module: the module or function.
+        input_tensor_spec: nest of ``TensorSpec`` of its input.
+        name: name of the network.
+    """
+
+    def __init__(self, module, input_tensor_spec, name: str = "NetworkWrapper"):
+        super().__init__(input_tensor_spec, name=name)
+        self._module = module
+
+    def forward(self, inputs, state=()):
+        return self._module(inputs), state
+
+    def make_parallel(self, n: int) -> NetworkWrapper:
+        """The wrapper of the module's parallel form (``alf.layers.make_parallel_net``)."""
+        spec = make_parallel_spec(self._input_tensor_spec, n)
+        return NetworkWrapper(make_parallel_net(self._module, n), spec, f"parallel_{self._name}")
+
+
+def get_input_tensor_spec(module):
+    """The input spec of a ``Network``, an ``FC`` or a torch ``Sequential`` starting with one
+    of them; None where the module does not say."""
+    if isinstance(module, Network):
+        return module.input_tensor_spec
+    if isinstance(module, FC):
+        return TensorSpec((module.input_size,))
+    if isinstance(module, nn.Sequential) and len(module) > 0:
+        return get_input_tensor_spec(module[0])
+    return None
+
+
+def wrap_as_network(module, input_tensor_spec=None) -> Network:
+    """``module`` itself if it is a ``Network``, else a ``NetworkWrapper`` of it on
+    ``input_tensor_spec`` (inferred where ``get_input_tensor_spec`` can)."""
+    if isinstance(module, Network):
+        return module
+    if input_tensor_spec is None:
+        input_tensor_spec = get_input_tensor_spec(module)
+    if input_tensor_spec is None:
+        raise ValueError(
+            f"the input_tensor_spec of {type(module).__name__} {module!r} cannot be inferred: "
+            "give input_tensor_spec"
+        )
+    return NetworkWrapper(module, input_tensor_spec)

@@ -1,0 +1,74 @@
+"""ALF's layer language: layers that take and return tensors with a leading batch
+dimension, each owning its activation and its initialization.
+
+- parameterless (``elementwise``): ``Identity``, ``Cast``, ``Transpose``, ``Permute``,
+  ``Reshape``, ``OneHot``, ``Lambda``, ``GetFields``, ``Sum``, ``AddN``, ``Detach``,
+  ``Scale``, ``ScaleGradient``;
+- fully connected (``dense``): ``FC`` and ``ParallelFC``;
+- convolutions (``conv``): ``Conv2D``, ``ConvTranspose2D`` and their parallel forms;
+- ALF's nest combiners (``alf.nest.utils``): ``NestConcat``, ``NestSum``, ``NestMultiply``,
+  ``NestOuterProduct``.
+
+``make_parallel(n)`` of a layer is the layer computing ``n`` independent copies of it at once
+(an ensemble: one batched product, not a Python loop) on ``[B, n, ...]``;
+``make_parallel_net`` (``parallel``) falls back to a loop for other modules.
+"""
+
+from alf.layers.conv import Conv2D, ConvTranspose2D, ParallelConv2D, ParallelConvTranspose2D
+from alf.layers.dense import FC, ParallelFC
+from alf.layers.elementwise import (
+    AddN,
+    Cast,
+    Detach,
+    ElementwiseLayerBase,
+    GetFields,
+    Identity,
+    Lambda,
+    OneHot,
+    Permute,
+    Reshape,
+    Scale,
+    ScaleGradient,
+    Sum,
+    Transpose,
+)
+from alf.layers.parallel import (
+    NaiveParallelLayer,
+    make_parallel_input,
+    make_parallel_net,
+    make_parallel_spec,
+    reset_parameters,
+)
+from alf.nest.utils import NestConcat, NestMultiply, NestOuterProduct, NestSum
+
+__all__ = [
+    "NaiveParallelLayer",
+    "NestConcat",
+    "NestMultiply",
+    "NestOuterProduct",
+    "NestSum",
+    "make_parallel_input",
+    "make_parallel_net",
+    "make_parallel_spec",
+    "reset_parameters",
+    "FC",
+    "AddN",
+    "Cast",
+    "Conv2D",
+    "ConvTranspose2D",
+    "Detach",
+    "ElementwiseLayerBase",
+    "GetFields",
+    "Identity",
+    "Lambda",
+    "OneHot",
+    "ParallelConv2D",
+    "ParallelConvTranspose2D",
+    "ParallelFC",
+    "Permute",
+    "Reshape",
+    "Scale",
+    "ScaleGradient",
+    "Sum",
+    "Transpose",
+]

@@ -1,0 +1,261 @@
+"""Fully connected layers: ``FC`` and ``ParallelFC`` (``n`` independent ``FC``s computed as one
+batched product), with ALF's arguments.
+
+A layer owns its activation and the initialization that depends on it: by default the
+weight is ``variance_scaling_init`` with the gain of the activation that follows
+(``kernel_init_gain`` times it), the bias ``bias_init_value``; ``use_torch_init`` gives
+``torch.nn.Linear``'s initialization instead. ``use_bn`` (the bias is then dropped: the
+normalization removes it) and ``use_ln`` normalize the pre-activation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import alf
+from alf.initializers import variance_scaling_init
+from alf.utils.math_ops import identity
+
+
+def init_weight(weight, kernel_initializer, use_torch_init, gain, activation) -> None:
+    """Initialize one weight (of one replica) in place, as the module doc says."""
+    if kernel_initializer is not None:
+        kernel_initializer(weight)
+    elif use_torch_init:
+        nn.init.kaiming_uniform_(weight, a=math.sqrt(5))
+    else:
+        variance_scaling_init(weight, gain=gain, nonlinearity=activation)
+
+
+def torch_bias_bound(weight) -> float:
+    """The bound of torch's default uniform bias initialization for this weight."""
+    fan_in = nn.init._calculate_fan_in_and_fan_out(weight)[0]
+    return 1.0 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+
+
+def init_bias(bias, weight, bias_initializer, use_torch_init, bias_init_value) -> None:
+    """Initialize one bias (of one replica) in place: ``bias_initializer``, else torch's
+    uniform with ``use_torch_init`` and a zero ``bias_init_value``, else the constant."""
+    if bias_initializer is not None:
+        bias_initializer(bias)
+    elif use_torch_init and bias_init_value == 0.0:
+        bound = torch_bias_bound(weight)
+        nn.init.uniform_(bias, -bound, bound)
+    else:
+        nn.init.constant_(bias, bias_init_value)
+
+
+def _set_opt_args(weight, bias, weight_opt_args, bias_opt_args) -> None:
+    """Per-parameter optimizer arguments, read by alf's optimizers (ALF's ``opt_args``)."""
+    if weight_opt_args:
+        weight.opt_args = weight_opt_args
+    if bias_opt_args and bias is not None:
+        bias.opt_args = bias_opt_args
+
+
+@alf.configurable
+@alf.repr_wrapper
+class FC(nn.Module):
+    """``activation(norm(x W^T + b))`` on ``[B, ..., input_size]``.
+
+    Args:
+        input_size: size of the last input dimension.
+        output_size: size of the output's last dimension.
+        activation: applied last (identity by default).
+        use_bias: whether there is a bias (never with ``use_bn``).
+        use_bn: batch normalization (``bn_ctor(output_size)``) before the activation.
+        use_ln: layer normalization before the activation (with a shift only where the
+            layer has a bias).
+        bn_ctor: the batch-normalization module's constructor.
+        kernel_initializer: ``init(weight)``; None: see the module doc.
+        kernel_init_gain: extra gain of the default initialization.
+        bias_init_value: the bias's initial value.
+        bias_initializer: ``init(bias)``, over ``bias_init_value``.
+        use_torch_init: ``torch.nn.Linear``'s initialization where no initializer is given.
+        weight_opt_args: optimizer arguments of the weight (e.g. ``dict(lr_scale=0.1)``).
+        bias_opt_args: optimizer arguments of the bias.
+    """
+
+    def __init__(
+        self,
+        input_size: int,
+        output_size: int,
+        activation: Callable = identity,
+        use_bias: bool = True,
+        use_bn: bool = False,
+        use_ln: bool = False,
+        bn_ctor: Callable = nn.BatchNorm1d,
+        kernel_initializer: Callable | None = None,
+        kernel_init_gain: float = 1.0,
+        bias_init_value: float = 0.0,
+        bias_initializer: Callable | None = None,
+        use_torch_init: bool = False,
+        weight_opt_args: dict | None = None,
+        bias_opt_args: dict | None = None,
+    ):
+        super().__init__()
+        self._args = dict(locals())
+        del self._args["self"], self._args["__class__"]
+        self._input_size, self._output_size = input_size, output_size
+        self._activation = activation
+        self._use_bias = use_bias and not use_bn
+        self._weight = nn.Parameter(torch.empty(output_size, input_size))
+        self._bias = nn.Parameter(torch.empty(output_size)) if self._use_bias else None
+        self._bn = bn_ctor(output_size) if use_bn else None
+        self._ln = nn.LayerNorm(output_size, bias=self._use_bias) if use_ln else None
+        self.reset_parameters()
+        _set_opt_args(self._weight, self._bias, weight_opt_args, bias_opt_args)
+
+    @property
+    def input_size(self) -> int:
+        return self._input_size
+
+    @property
+    def output_size(self) -> int:
+        return self._output_size
+
+    @property
+    def weight(self) -> nn.Parameter:
+        """``[output_size, input_size]``."""
+        return self._weight
+
+    @property
+    def bias(self) -> nn.Parameter | None:
+        """``[output_size]`` (None without a bias)."""
+        return self._bias
+
+    def reset_parameters(self) -> None:
+        """Initialize every parameter again (module doc)."""
+        a = self._args
+        gain, torch_init = a["kernel_init_gain"], a["use_torch_init"]
+        with torch.no_grad():
+            init_weight(self._weight, a["kernel_initializer"], torch_init, gain, self._activation)
+            if self._bias is not None:
+                init_bias(
+                    self._bias, self._weight, a["bias_initializer"], torch_init,
+                    a["bias_init_value"],
+                )  # fmt: skip
+        for norm in (self._ln, self._bn):
+            if norm is not None:
+                norm.reset_parameters()
+
+    def forward(self, x):
+        y = F.linear(x, self._weight, self._bias)
+        if self._ln is not None:
+            y = self._ln(y)
+        if self._bn is not None:
+            y = self._bn(y)
+        return self._activation(y)
+
+    def make_parallel(self, n: int) -> ParallelFC:
+        """A ``ParallelFC`` of ``n`` layers like this one (initialized anew)."""
+        return ParallelFC(n=n, **self._args)
+
+
+@alf.configurable
+@alf.repr_wrapper
+class ParallelFC(nn.Module):
+    """``n`` independent ``FC`` layers of one shape, as one batched product.
+
+    The input is ``[B, n, input_size]`` (replica ``i`` reads ``x[:, i]``) or
+    ``[B, input_size]`` (every replica reads it); the output is ``[B, n, output_size]``.
+    ``weight[i]`` and ``bias[i]`` are replica ``i``'s ``FC`` parameters. Arguments as
+    ``FC``'s, plus ``n``; layer normalization normalizes each replica on its own.
+    """
+
+    def __init__(
+        self,
+        input_size: int,
+        output_size: int,
+        n: int,
+        activation: Callable = identity,
+        use_bias: bool = True,
+        use_bn: bool = False,
+        use_ln: bool = False,
+        bn_ctor: Callable = nn.BatchNorm1d,
+        kernel_initializer: Callable | None = None,
+        kernel_init_gain: float = 1.0,
+        bias_init_value: float = 0.0,
+        bias_initializer: Callable | None = None,
+        use_torch_init: bool = False,
+        weight_opt_args: dict | None = None,
+        bias_opt_args: dict | None = None,
+    ):
+        super().__init__()
+        self._args = dict(locals())
+        del self._args["self"], self._args["__class__"]
+        self._input_size, self._output_size, self._n = input_size, output_size, n
+        self._activation = activation
+        self._use_bias = use_bias and not use_bn
+        self._weight = nn.Parameter(torch.empty(n, output_size, input_size))
+        self._bias = nn.Parameter(torch.empty(n, output_size)) if self._use_bias else None
+        self._bn = bn_ctor(n * output_size) if use_bn else None
+        self._ln = nn.GroupNorm(n, n * output_size) if use_ln else None
+        if self._ln is not None and not self._use_bias:  # no shift, as FC's LayerNorm
+            self._ln.bias.requires_grad_(False)
+        self.reset_parameters()
+        _set_opt_args(self._weight, self._bias, weight_opt_args, bias_opt_args)
+
+    @property
+    def input_size(self) -> int:
+        return self._input_size
+
+    @property
+    def output_size(self) -> int:
+        return self._output_size
+
+    @property
+    def weight(self) -> nn.Parameter:
+        """``[n, output_size, input_size]``."""
+        return self._weight
+
+    @property
+    def bias(self) -> nn.Parameter | None:
+        """``[n, output_size]`` (None without a bias)."""
+        return self._bias
+
+    def reset_parameters(self) -> None:
+        """Initialize every replica's parameters again, each as an ``FC``'s."""
+        a = self._args
+        gain, torch_init = a["kernel_init_gain"], a["use_torch_init"]
+        with torch.no_grad():
+            for i in range(self._n):
+                w = self._weight[i]
+                init_weight(w, a["kernel_initializer"], torch_init, gain, self._activation)
+                if self._bias is not None:
+                    init_bias(
+                        self._bias[i], w, a["bias_initializer"], torch_init,
+                        a["bias_init_value"],
+                    )  # fmt: skip
+        for norm in (self._ln, self._bn):
+            if norm is not None:
+                norm.reset_parameters()
+
+    def forward(self, x):
+        n, size = self._n, self._input_size
+        if x.ndim == 2 and x.shape[1] == size:
+            x = x.unsqueeze(0).expand(n, *x.shape)  # [n, B, in]
+        elif x.ndim == 3 and x.shape[1:] == (n, size):
+            x = x.transpose(0, 1)
+        else:
+            raise ValueError(
+                f"ParallelFC: input of shape {tuple(x.shape)}, expected [B, {n}, {size}] or "
+                f"[B, {size}]"
+            )
+        if self._bias is not None:
+            y = torch.baddbmm(self._bias.unsqueeze(1), x, self._weight.transpose(1, 2))
+        else:
+            y = torch.bmm(x, self._weight.transpose(1, 2))
+        y = y.transpose(0, 1)  # [B, n, out]
+        for norm in (self._ln, self._bn):
+            if norm is not None:
+                y = norm(y.reshape(-1, n * self._output_size)).view(-1, n, self._output_size)
+        return self._activation(y)
+
+    def make_parallel(self, n: int):
+        raise ValueError("ParallelFC.make_parallel: the layer is already parallel")
