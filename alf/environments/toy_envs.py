@@ -220,6 +220,50 @@ class ImageEnv(gym.Env):
         return self._obs(), 1.0, self._count >= self._terminate_at, False, {}
 
 
+class ImageCueEnv(gym.Env):
+    """A small image task that needs vision: say on which side of the image the bright
+    square is.
+
+    Each observation is a ``[size, size, 3]`` uint8 image (``suite_gym`` hands alf
+    ``[3, size, size]``), black but for a
+    2x2 white square at a random place (from the reset seed) in the left or the right half;
+    action 0 says left, 1 right; reward 1 for the right answer, 0 otherwise; a new image each
+    step; terminates after ``episode_length`` steps. The optimum is ``episode_length``,
+    guessing gives half of it.
+
+    Args:
+        size: image height and width (even, at least 4).
+        episode_length: number of steps before termination.
+    """
+
+    def __init__(self, size: int = 8, episode_length: int = 8):
+        if size < 4 or size % 2:
+            raise ValueError(f"ImageCueEnv: size must be even and at least 4, got {size}")
+        self.observation_space = spaces.Box(0, 255, shape=(size, size, 3), dtype=np.uint8)
+        self.action_space = spaces.Discrete(2)
+        self._size, self._episode_length = size, episode_length
+        self._count, self._side = 0, 0
+
+    def _obs(self):
+        half = self._size // 2
+        self._side = int(self.np_random.integers(2))
+        y = int(self.np_random.integers(self._size - 1))
+        x = self._side * half + int(self.np_random.integers(half - 1))
+        image = np.zeros((self._size, self._size, 3), np.uint8)
+        image[y : y + 2, x : x + 2] = 255
+        return image
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self._count = 0
+        return self._obs(), {}
+
+    def step(self, action):
+        reward = float(int(action) == self._side)
+        self._count += 1
+        return self._obs(), reward, self._count >= self._episode_length, False, {}
+
+
 class MirrorPointEnv(gym.Env):
     """A point in the plane steered toward the origin; symmetric under ``x -> -x``.
 
@@ -285,5 +329,6 @@ _register("CountingEnv")
 _register("ContinuousCountingEnv")
 _register("RandomStartEnv", max_episode_steps=50)
 _register("ImageEnv")
+_register("ImageCueEnv")
 _register("MirrorPointEnv")
 _register("BrokenEnv")

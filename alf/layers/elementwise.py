@@ -86,11 +86,16 @@ class Permute(nn.Module):
 
 
 class Reshape(nn.Module):
-    """``x`` reshaped to ``[B, *shape]``; ``Reshape(4, 4)`` and ``Reshape((4, 4))`` are the
-    same, and ``-1`` takes what is left, as in torch."""
+    """``x`` reshaped to ``[B, *shape]``; ``Reshape(4, 4)``, ``Reshape((4, 4))`` and
+    ``Reshape(shape=(4, 4))`` are the same, and ``-1`` takes what is left, as in torch
+    (``Reshape(shape=())`` turns ``[B, 1]`` into ``[B]``)."""
 
-    def __init__(self, *shape):
+    def __init__(self, *shape, **kwargs):
         super().__init__()
+        if set(kwargs) - {"shape"} or (shape and kwargs):
+            raise ValueError(f"Reshape: give the shape once, positionally or as shape=: {kwargs}")
+        if kwargs:
+            shape = (kwargs["shape"],)
         if len(shape) == 1 and isinstance(shape[0], Iterable):
             shape = tuple(shape[0])
         self._shape = tuple(int(s) for s in shape)

@@ -185,7 +185,7 @@ class LinearOp:
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         layer = self._layer
         weight = self._params.get("weight")
-        if weight is None or type(layer) is not nn.Linear or _is_hooked(layer):
+        if weight is None or type(layer) is not nn.Linear or is_hooked(layer):
             return layer(x)
         return F.linear(x, weight, self._params["bias"])
 
@@ -193,7 +193,7 @@ class LinearOp:
         return f"LinearOp({self._layer!r})"
 
 
-def _is_hooked(module: nn.Module) -> bool:
+def is_hooked(module: nn.Module) -> bool:
     """Whether calling ``module`` would run hooks (the test of ``nn.Module._call_impl``)."""
     return bool(
         module._forward_pre_hooks

@@ -30,6 +30,7 @@ RUNS = {
     "pendulum": ("tiny_ppo_pendulum_conf.py", "TrainerConfig.num_iterations=4"),
     "image": ("tiny_ppo_image_conf.py", "TrainerConfig.num_iterations=3"),
     "image_shared_encoder": ("tiny_ppo_image_shared_conf.py", "TrainerConfig.num_iterations=3"),
+    "layers_image": ("tiny_ppo_layers_image_conf.py", "TrainerConfig.num_iterations=3"),
 }
 ENV_STEPS = 300  # observations collected from the env per run
 #: the exporting libraries' chatter (torch.onnx's registry, the onnxscript / onnx_ir passes,
@@ -197,6 +198,9 @@ def test_exported_policy_acts_as_the_checkpoint(runs, tmp_path, name, fmt, ext):
         assert float(expected[0].std()) > 1e-3
     if name.startswith("image"):
         assert "inputs: observation uint8[B, 3, 10, 10]" in stdout
+    if name == "layers_image":  # a Sequential of alf.layers as the shared encoder
+        assert "inputs: observation uint8[B, 3, 8, 8]" in stdout
+        assert "_encoding_network._modules_list.2._conv.weight" in algorithm.state_dict()
     if name == "image_shared_encoder":  # the file is the whole policy, encoder included
         assert algorithm.encoding_network is not None
         assert set(algorithm.state_dict()) >= {"_encoding_network._conv_layers.0.weight"}

@@ -20,6 +20,9 @@ def test_shape_layers_do_not_count_the_batch_dimension():
     assert L.Reshape(12)(x).shape == (2, 12)
     assert torch.equal(L.Reshape((4, 3))(x), x.reshape(2, 4, 3))
     assert torch.equal(L.Reshape(-1)(x)[1], torch.arange(12.0, 24.0))
+    assert torch.equal(L.Reshape(shape=())(x[:, :1, :1]), x[:, 0, 0])
+    with pytest.raises(ValueError, match="give the shape once"):
+        L.Reshape(2, shape=(2,))
     assert torch.equal(L.Sum(0)(x), torch.tensor([[12.0, 15, 18, 21], [48, 51, 54, 57]]))
     assert torch.equal(L.Sum((0, 1))(x), torch.tensor([66.0, 210.0]))
     assert torch.equal(L.Sum(-1)(x)[0], torch.tensor([6.0, 22.0, 38.0]))
