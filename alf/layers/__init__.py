@@ -6,6 +6,7 @@ dimension, each owning its activation and its initialization.
   ``Scale``, ``ScaleGradient``;
 - fully connected (``dense``): ``FC`` and ``ParallelFC``;
 - convolutions (``conv``): ``Conv2D``, ``ConvTranspose2D`` and their parallel forms;
+- ResNet blocks (``blocks``): ``ResidueBlock``, ``BottleneckBlock``;
 - ALF's nest combiners (``alf.nest.utils``): ``NestConcat``, ``NestSum``, ``NestMultiply``,
   ``NestOuterProduct``.
 
@@ -14,6 +15,7 @@ dimension, each owning its activation and its initialization.
 ``make_parallel_net`` (``parallel``) falls back to a loop for other modules.
 """
 
+from alf.layers.blocks import BottleneckBlock, ResidueBlock
 from alf.layers.conv import Conv2D, ConvTranspose2D, ParallelConv2D, ParallelConvTranspose2D
 from alf.layers.dense import FC, ParallelFC
 from alf.layers.elementwise import (
@@ -42,6 +44,8 @@ from alf.layers.parallel import (
 from alf.nest.utils import NestConcat, NestMultiply, NestOuterProduct, NestSum
 
 __all__ = [
+    "BottleneckBlock",
+    "ResidueBlock",
     "NaiveParallelLayer",
     "NestConcat",
     "NestMultiply",
