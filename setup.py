@@ -37,6 +37,7 @@ setup(
         "wandb": ["wandb>=0.17"],  # TrainerConfig.use_wandb / alf-train --wandb
         "onnx": ["onnx>=1.16", "onnxscript>=0.2", "onnxruntime>=1.18"],  # alf-export to ONNX
         "plot": ["matplotlib>=3.7"],  # alf-plot (learning curves)
+        "box2d": ["Box2D>=2.3.10"],  # gymnasium's BipedalWalker, LunarLander (a wheel: no swig)
     },
     entry_points={
         "console_scripts": [

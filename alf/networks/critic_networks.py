@@ -81,6 +81,9 @@ class CriticNetwork(Network):
         use_naive_parallel: run ``R`` separate critics one by one instead of the
             batched pass (same results; slower).
         num_replicas: number of critics ``R``.
+        observation_action_combiner: combines the encoded observation and action into the
+            joint layers' input (an ``alf.nest.utils`` combiner, e.g. ALF's
+            ``NestOuterProduct(padding=True)``); None: their concatenation.
         name: name of the network.
     """
 
@@ -99,6 +102,7 @@ class CriticNetwork(Network):
         output_tensor_spec=_SCALAR_SPEC,
         use_naive_parallel: bool = False,
         num_replicas: int = 1,
+        observation_action_combiner: Callable | None = None,
         name: str = "CriticNetwork",
     ):
         super().__init__(input_tensor_spec, name=name)
@@ -121,6 +125,7 @@ class CriticNetwork(Network):
                 kernel_initializer=kernel_initializer,
                 last_kernel_initializer=last_kernel_initializer,
                 output_tensor_spec=output_tensor_spec,
+                observation_action_combiner=observation_action_combiner,
             )
             self._replicas = nn.ModuleList(single(name=f"{name}.{i}") for i in range(num_replicas))
             return
@@ -152,9 +157,11 @@ class CriticNetwork(Network):
             kernel_initializer,
             name + ".action_encoder",
         )
-        input_size = _encoded_size(observation_spec, self._observation_encoders) + _encoded_size(
-            action_spec, self._action_encoders
+        sizes = (
+            _encoded_size(observation_spec, self._observation_encoders),
+            _encoded_size(action_spec, self._action_encoders),
         )
+        input_size = self._set_combiner(observation_action_combiner, sizes)
         self._build_joint_layers(
             input_size,
             joint_fc_layer_params,
@@ -164,6 +171,16 @@ class CriticNetwork(Network):
         )
 
     # -- construction ------------------------------------------------------
+
+    def _set_combiner(self, combiner, sizes) -> int:
+        """Keep the combiner (and its form for ``[R, B, n]`` inputs); the joint input size."""
+        self._combiner = self._replicated_combiner = combiner
+        if combiner is None:
+            return sum(sizes)
+        if self._num_replicas > 1 and hasattr(combiner, "make_parallel"):
+            self._replicated_combiner = combiner.make_parallel(self._num_replicas)
+        (size,) = combiner(tuple(TensorSpec((n,)) for n in sizes)).shape
+        return size
 
     def _make_encoders(self, spec, needed, kwargs, activation, initializer, name):
         """``[]`` (no encoder), ``[encoder]`` (parameterless, shared) or ``R`` encoders."""
@@ -241,7 +258,9 @@ class CriticNetwork(Network):
             num = self._num_replicas
             obs = obs.expand(num, *obs.shape) if obs.ndim == 2 else obs
             act = act.expand(num, *act.shape) if act.ndim == 2 else act
-        return torch.cat([obs, act], dim=-1)
+        if self._combiner is None:
+            return torch.cat([obs, act], dim=-1)
+        return (self._combiner if obs.ndim == 2 else self._replicated_combiner)((obs, act))
 
     def _single_mlp(self, x, layers):
         """One critic: ``[B, in]`` → ``[B, out]`` with ``addmm``."""

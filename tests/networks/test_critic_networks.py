@@ -127,3 +127,38 @@ def test_min_over_replicas():
     assert min_over_replicas(twin).tolist() == [-2.0, 0.5, -1.0]
     single = torch.tensor([4.0, -3.0])  # [B]: one critic
     assert min_over_replicas(single) is single
+
+
+def test_observation_action_combiner_outer_product_by_hand():
+    from alf.nest.utils import NestConcat, NestOuterProduct
+
+    obs_spec, act_spec = TensorSpec((2,)), BoundedTensorSpec((1,), minimum=-1.0, maximum=1.0)
+    torch.manual_seed(0)
+    critic = CriticNetwork(
+        (obs_spec, act_spec),
+        joint_fc_layer_params=(),
+        observation_action_combiner=NestOuterProduct(padding=True),
+    )
+    weight = critic._weights[0][0]  # [in, out]: [(2 + 1) * (1 + 1), 1]
+    assert weight.shape == (6, 1)
+    obs, act = torch.tensor([[1.0, 2.0]]), torch.tensor([[3.0]])
+    outer = torch.tensor([[1.0 * 3, 1.0, 2.0 * 3, 2.0, 3.0, 1.0]])  # (o1, o2, 1) x (a, 1)
+    expected = (outer @ weight + critic._biases[0][0]).squeeze(-1)
+    torch.testing.assert_close(critic((obs, act))[0], expected)
+    # replicated critics: each equals a single critic with its weights
+    twins = CriticNetwork(
+        (obs_spec, act_spec),
+        joint_fc_layer_params=(4,),
+        num_replicas=2,
+        observation_action_combiner=NestOuterProduct(padding=True),
+    )
+    values = twins((obs.expand(3, 2), act.expand(3, 1)))[0]
+    assert values.shape == (3, 2)
+    for r in range(2):
+        hidden = torch.relu(outer @ twins._weights[0][r] + twins._biases[0][r])
+        by_hand = (hidden @ twins._weights[1][r] + twins._biases[1][r]).squeeze(-1)
+        torch.testing.assert_close(values[0, r], by_hand[0])
+    concat = CriticNetwork((obs_spec, act_spec), observation_action_combiner=NestConcat())
+    plain = CriticNetwork((obs_spec, act_spec))
+    plain.load_state_dict(concat.state_dict())
+    assert torch.equal(concat((obs, act))[0], plain((obs, act))[0])
