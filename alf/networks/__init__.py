@@ -11,7 +11,12 @@ from alf.networks.cells import GRUCell, LSTMCell
 from alf.networks.containers import Branch, Echo, Parallel, Residue, Sequential
 from alf.networks.critic_networks import CriticNetwork
 from alf.networks.encoding_networks import EncodingNetwork, NestConcat
+from alf.networks.latent_actor_networks import (
+    LatentActorDistributionNetwork,
+    UnitNormalActorDistributionNetwork,
+)
 from alf.networks.network import Network, NetworkWrapper, wrap_as_network
+from alf.networks.normalizing_flow_networks import RealNVPNetwork
 from alf.networks.projection_networks import CategoricalProjectionNetwork, NormalProjectionNetwork
 from alf.networks.q_networks import QNetwork
 from alf.networks.rnn_networks import (
@@ -23,6 +28,9 @@ from alf.networks.rnn_networks import (
 from alf.networks.value_networks import ValueNetwork
 
 __all__ = [
+    "LatentActorDistributionNetwork",
+    "RealNVPNetwork",
+    "UnitNormalActorDistributionNetwork",
     "Branch",
     "Echo",
     "GRUCell",
