@@ -187,22 +187,29 @@ class Parallel(Network):
         return self._networks
 
     def forward(self, inputs, state=()):
-        flat_nets = nest.flatten(self._networks)
         flat_inputs = nest.flatten_up_to(self._networks, inputs)
-        if self._state_spec == ():
-            outs = [net(x)[0] for net, x in zip(flat_nets, flat_inputs)]
-            return nest.pack_sequence_as(self._networks, outs), state
-        flat_states = nest.flatten_up_to(self._networks, state)
-        pairs = [net(x, s) for net, x, s in zip(flat_nets, flat_inputs, flat_states)]
-        return (
-            nest.pack_sequence_as(self._networks, [o for o, _ in pairs]),
-            nest.pack_sequence_as(self._networks, [s for _, s in pairs]),
-        )
+        return _run_members(self._networks, flat_inputs, state, self._state_spec == ())
 
     def make_parallel(self, n: int) -> Parallel:
         networks = nest.map_structure(lambda net: _parallel_member(net, n), self._networks)
         spec = make_parallel_spec(self._input_tensor_spec, n)
         return Parallel(networks, spec, f"parallel_{self._name}")
+
+
+def _run_members(networks, flat_inputs, state, stateless: bool):
+    """``(outputs, states)`` of the nest ``networks``, member ``i`` on ``flat_inputs[i]``
+    (and its part of ``state``), both nests of ``networks``' structure (``state`` returned as
+    is when no member has one)."""
+    flat_nets = nest.flatten(networks)
+    if stateless:
+        outs = [net(x)[0] for net, x in zip(flat_nets, flat_inputs)]
+        return nest.pack_sequence_as(networks, outs), state
+    flat_states = nest.flatten_up_to(networks, state)
+    pairs = [net(x, s) for net, x, s in zip(flat_nets, flat_inputs, flat_states)]
+    return (
+        nest.pack_sequence_as(networks, [o for o, _ in pairs]),
+        nest.pack_sequence_as(networks, [s for _, s in pairs]),
+    )
 
 
 def Branch(*modules, input_tensor_spec=None, name="Branch", **named_modules):
@@ -244,15 +251,8 @@ class _Branch(Network):
         return self._networks
 
     def forward(self, inputs, state=()):
-        if self._state_spec == ():
-            outs = [net(inputs)[0] for net in self._flat]
-            return nest.pack_sequence_as(self._networks, outs), state
-        flat_states = nest.flatten_up_to(self._networks, state)
-        pairs = [net(inputs, s) for net, s in zip(self._flat, flat_states)]
-        return (
-            nest.pack_sequence_as(self._networks, [o for o, _ in pairs]),
-            nest.pack_sequence_as(self._networks, [s for _, s in pairs]),
-        )
+        flat_inputs = [inputs] * len(self._flat)
+        return _run_members(self._networks, flat_inputs, state, self._state_spec == ())
 
     def make_parallel(self, n: int) -> _Branch:
         networks = nest.map_structure(lambda net: _parallel_member(net, n), self._networks)
