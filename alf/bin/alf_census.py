@@ -58,6 +58,7 @@ _ALGORITHM_HINTS = re.compile(
 )
 _BLOCKER_PATTERNS = (
     re.compile(r"No module named '([\w.]+)'"),
+    re.compile(r"cannot import name '(\w+)' from '([\w.]+)'"),
     re.compile(r"cannot import name '(\w+)'"),
     re.compile(r"Cannot import '([\w.]+)'"),
     re.compile(r"'(?:[\w.]+\.)?(\w+)' has no configurable argument '(\w+)'"),
@@ -114,7 +115,10 @@ def blocker_of(error: str) -> str:
     for pattern in _BLOCKER_PATTERNS:
         match = pattern.search(error)
         if match:
-            return ".".join(match.groups())
+            groups = match.groups()
+            if len(groups) == 2 and pattern is _BLOCKER_PATTERNS[1]:  # name from module
+                return f"{groups[1]}.{groups[0]}"
+            return ".".join(groups)
     return error[:120]
 
 
@@ -162,7 +166,7 @@ def run_one(stage: str, rel: str, timeout: float) -> Verdict:
         returncode, output = None, ""
     finally:
         shutil.rmtree(root_dir, ignore_errors=True)
-    verdict, blocker, error = classify(returncode, output)
+    verdict, blocker, error = classify(returncode, output.replace(stage + os.sep, ""))
     return Verdict(rel, verdict, blocker, error, round(time.monotonic() - start, 1))
 
 
