@@ -23,10 +23,13 @@ import re
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the alf package
 _SKIPPED = ("bin", "examples")  # command lines and confs: they define no configurable
-# ``@alf.configurable`` or ``@alf.configurable(...)`` at the top level, then any other
-# decorators, then the ``class`` or ``def`` it decorates
+# ``@alf.configurable`` or ``@alf.configurable(...)`` at the top level (its arguments may
+# span lines, with parentheses nested one deep), then any other decorators, then the
+# ``class`` or ``def`` it decorates
 _DECORATED = re.compile(
-    r"^@alf\.configurable\b[^\n]*\n(?:@[^\n]*\n)*(?:async\s+)?(?:class|def)\s+(\w+)", re.M
+    r"^@alf\.configurable\b(?:\((?:[^()]|\([^()]*\))*\))?[^\n]*\n(?:@[^\n]*\n)*"
+    r"(?:async\s+)?(?:class|def)\s+(\w+)",
+    re.M,
 )
 
 

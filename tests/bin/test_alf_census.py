@@ -15,7 +15,8 @@ FILES = {
     "ppo_tiny_conf.py": """
 import alf
 from alf.examples import ppo_conf
-alf.config("create_environment", env_name="CartPole-v0", num_parallel_environments=2)
+alf.config("create_environment", env_name="CartPole-v0", num_parallel_environments=2,
+           nonparallel=True)
 alf.config("Agent", optimizer=alf.optimizers.Adam(lr=1e-3))
 alf.config("TrainerConfig", unroll_length=8, mini_batch_length=1, num_updates_per_train_iter=1)
 """,
