@@ -216,6 +216,7 @@ class _RealNVPTransform(td.Transform):
         super().__init__(cache_size=cache_size)
         self._net, self._z, self._scale_nonlinear = net, z, scale_nonlinear
         self._keep = mask.float()
+        self._last = (None, None)  # (x, scale) of the last forward or inverse pass
 
     def _scale_and_shift(self, kept):
         """``scale, t`` ``[..., D]`` from the kept part (any leading batch dims)."""
@@ -233,13 +234,20 @@ class _RealNVPTransform(td.Transform):
     def _call(self, x):
         kept = x * self._keep
         scale, shift = self._scale_and_shift(kept)
+        self._last = (x, scale)
         return kept + (1 - self._keep) * (x * scale + shift)
 
     def _inverse(self, y):
         kept = y * self._keep
         scale, shift = self._scale_and_shift(kept)
-        return kept + (1 - self._keep) * ((y - shift) / scale)
+        x = kept + (1 - self._keep) * ((y - shift) / scale)
+        self._last = (x, scale)
+        return x
 
     def log_abs_det_jacobian(self, x, y):
-        scale, _ = self._scale_and_shift(x * self._keep)
+        # the scale of the pass that gave x or came from it (``log_prob`` after ``rsample``
+        # or after ``inv``): the networks run once per pass, not twice
+        last_x, scale = self._last
+        if x is not last_x:
+            scale, _ = self._scale_and_shift(x * self._keep)
         return ((1 - self._keep) * scale.log()).sum(-1)

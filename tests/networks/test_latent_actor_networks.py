@@ -124,3 +124,18 @@ def test_sac_trains_a_latent_actor():
     after = list(sac._actor_network.parameters())
     assert all(torch.isfinite(p).all() for p in after)
     assert any(not torch.equal(b, a) for b, a in zip(before, after))  # the flow learned
+
+
+def test_sample_and_log_prob_run_each_flow_layer_once():
+    torch.manual_seed(4)
+    action_spec = BoundedTensorSpec((2,), minimum=-1.0, maximum=1.0)
+    flow = functools.partial(RealNVPNetwork, fc_layer_params=(8,), num_layers=2)
+    actor = LatentActorDistributionNetwork(
+        TensorSpec((3,)), action_spec, normalizing_flow_network_ctor=flow, scale_distribution=True
+    )
+    calls = []
+    for net in actor._nf_network._nets:
+        net.register_forward_hook(lambda *_: calls.append(1))
+    dist, _ = actor(torch.randn(5, 3))
+    dist.log_prob(dist.rsample())
+    assert len(calls) == 2  # one pass per layer: log_prob reuses the sample's scales
