@@ -10,6 +10,7 @@ normalization removes it) and ``use_ln`` normalize the pre-activation.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
@@ -58,9 +59,67 @@ def _set_opt_args(weight, bias, weight_opt_args, bias_opt_args) -> None:
         bias.opt_args = bias_opt_args
 
 
+class _Dense(nn.Module):
+    """What ``FC`` and ``ParallelFC`` share: ``n`` replicas' weights ``[*lead, out, in]`` and
+    biases (``lead`` is ``()`` for ``FC``, ``(n,)`` for ``ParallelFC``), the normalizations,
+    the properties and the per-replica initialization."""
+
+    def _build(self, args: dict, lead: tuple, ln: Callable) -> None:
+        self._args = args
+        self._input_size, self._output_size = args["input_size"], args["output_size"]
+        self._activation = args["activation"]
+        self._use_bias = args["use_bias"] and not args["use_bn"]
+        out, width = self._output_size, math.prod(lead) * self._output_size
+        self._weight = nn.Parameter(torch.empty(*lead, out, self._input_size))
+        self._bias = nn.Parameter(torch.empty(*lead, out)) if self._use_bias else None
+        self._bn = args["bn_ctor"](width) if args["use_bn"] else None
+        self._ln = ln(width) if args["use_ln"] else None
+        self.reset_parameters()
+        _set_opt_args(self._weight, self._bias, args["weight_opt_args"], args["bias_opt_args"])
+
+    @property
+    def input_size(self) -> int:
+        return self._input_size
+
+    @property
+    def output_size(self) -> int:
+        return self._output_size
+
+    @property
+    def weight(self) -> nn.Parameter:
+        """``[output_size, input_size]`` (``ParallelFC``: ``[n, ...]``)."""
+        return self._weight
+
+    @property
+    def bias(self) -> nn.Parameter | None:
+        """``[output_size]`` (``ParallelFC``: ``[n, ...]``); None without a bias."""
+        return self._bias
+
+    def reset_parameters(self) -> None:
+        """Initialize every parameter again, each replica as an ``FC`` (module doc)."""
+        a = self._args
+        gain, torch_init = a["kernel_init_gain"], a["use_torch_init"]
+        weights = self._weight.view(-1, *self._weight.shape[-2:])
+        biases = None if self._bias is None else self._bias.view(-1, self._output_size)
+        with torch.no_grad():
+            for i, w in enumerate(weights):
+                init_weight(w, a["kernel_initializer"], torch_init, gain, self._activation)
+                if biases is not None:
+                    init_bias(biases[i], w, a["bias_initializer"], torch_init, a["bias_init_value"])
+        for norm in (self._ln, self._bn):
+            if norm is not None:
+                norm.reset_parameters()
+
+
+def _ctor_args(local_vars: dict) -> dict:
+    args = dict(local_vars)
+    del args["self"], args["__class__"]
+    return args
+
+
 @alf.configurable
 @alf.repr_wrapper
-class FC(nn.Module):
+class FC(_Dense):
     """``activation(norm(x W^T + b))`` on ``[B, ..., input_size]``.
 
     Args:
@@ -99,50 +158,10 @@ class FC(nn.Module):
         bias_opt_args: dict | None = None,
     ):
         super().__init__()
-        self._args = dict(locals())
-        del self._args["self"], self._args["__class__"]
-        self._input_size, self._output_size = input_size, output_size
-        self._activation = activation
-        self._use_bias = use_bias and not use_bn
-        self._weight = nn.Parameter(torch.empty(output_size, input_size))
-        self._bias = nn.Parameter(torch.empty(output_size)) if self._use_bias else None
-        self._bn = bn_ctor(output_size) if use_bn else None
-        self._ln = nn.LayerNorm(output_size, bias=self._use_bias) if use_ln else None
-        self.reset_parameters()
-        _set_opt_args(self._weight, self._bias, weight_opt_args, bias_opt_args)
-
-    @property
-    def input_size(self) -> int:
-        return self._input_size
-
-    @property
-    def output_size(self) -> int:
-        return self._output_size
-
-    @property
-    def weight(self) -> nn.Parameter:
-        """``[output_size, input_size]``."""
-        return self._weight
-
-    @property
-    def bias(self) -> nn.Parameter | None:
-        """``[output_size]`` (None without a bias)."""
-        return self._bias
-
-    def reset_parameters(self) -> None:
-        """Initialize every parameter again (module doc)."""
-        a = self._args
-        gain, torch_init = a["kernel_init_gain"], a["use_torch_init"]
-        with torch.no_grad():
-            init_weight(self._weight, a["kernel_initializer"], torch_init, gain, self._activation)
-            if self._bias is not None:
-                init_bias(
-                    self._bias, self._weight, a["bias_initializer"], torch_init,
-                    a["bias_init_value"],
-                )  # fmt: skip
-        for norm in (self._ln, self._bn):
-            if norm is not None:
-                norm.reset_parameters()
+        args = _ctor_args(locals())
+        # a LayerNorm shifts only where the layer has a bias
+        norm = functools.partial(nn.LayerNorm, bias=use_bias and not use_bn)
+        self._build(args, (), norm)
 
     def forward(self, x):
         params = self._parameters  # what self._weight reads, without nn.Module's lookup
@@ -160,7 +179,7 @@ class FC(nn.Module):
 
 @alf.configurable
 @alf.repr_wrapper
-class ParallelFC(nn.Module):
+class ParallelFC(_Dense):
     """``n`` independent ``FC`` layers of one shape, as one batched product.
 
     The input is ``[B, n, input_size]`` (replica ``i`` reads ``x[:, i]``) or
@@ -188,54 +207,12 @@ class ParallelFC(nn.Module):
         bias_opt_args: dict | None = None,
     ):
         super().__init__()
-        self._args = dict(locals())
-        del self._args["self"], self._args["__class__"]
-        self._input_size, self._output_size, self._n = input_size, output_size, n
-        self._activation = activation
-        self._use_bias = use_bias and not use_bn
-        self._weight = nn.Parameter(torch.empty(n, output_size, input_size))
-        self._bias = nn.Parameter(torch.empty(n, output_size)) if self._use_bias else None
-        self._bn = bn_ctor(n * output_size) if use_bn else None
-        self._ln = nn.GroupNorm(n, n * output_size) if use_ln else None
+        self._n = n
+        self._build(_ctor_args(locals()), (n,), functools.partial(nn.GroupNorm, n))
         if self._ln is not None and not self._use_bias:  # no shift, as FC's LayerNorm
+            with torch.no_grad():
+                self._ln.bias.zero_()
             self._ln.bias.requires_grad_(False)
-        self.reset_parameters()
-        _set_opt_args(self._weight, self._bias, weight_opt_args, bias_opt_args)
-
-    @property
-    def input_size(self) -> int:
-        return self._input_size
-
-    @property
-    def output_size(self) -> int:
-        return self._output_size
-
-    @property
-    def weight(self) -> nn.Parameter:
-        """``[n, output_size, input_size]``."""
-        return self._weight
-
-    @property
-    def bias(self) -> nn.Parameter | None:
-        """``[n, output_size]`` (None without a bias)."""
-        return self._bias
-
-    def reset_parameters(self) -> None:
-        """Initialize every replica's parameters again, each as an ``FC``'s."""
-        a = self._args
-        gain, torch_init = a["kernel_init_gain"], a["use_torch_init"]
-        with torch.no_grad():
-            for i in range(self._n):
-                w = self._weight[i]
-                init_weight(w, a["kernel_initializer"], torch_init, gain, self._activation)
-                if self._bias is not None:
-                    init_bias(
-                        self._bias[i], w, a["bias_initializer"], torch_init,
-                        a["bias_init_value"],
-                    )  # fmt: skip
-        for norm in (self._ln, self._bn):
-            if norm is not None:
-                norm.reset_parameters()
 
     def forward(self, x):
         n, size = self._n, self._input_size
