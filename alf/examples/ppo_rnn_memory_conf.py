@@ -31,10 +31,10 @@ alf.config("PPOLoss", gamma=0.99, td_lambda=0.95, entropy_regularization=0.01)
 alf.config(
     "PPOAlgorithm",
     actor_network_ctor=functools.partial(
-        ActorDistributionRNNNetwork, actor_fc_layer_params=(32,), lstm_hidden_size=(32,)
+        ActorDistributionRNNNetwork, fc_layer_params=(32,), lstm_hidden_size=(32,)
     ),
     value_network_ctor=functools.partial(
-        ValueRNNNetwork, value_fc_layer_params=(32,), lstm_hidden_size=(32,)
+        ValueRNNNetwork, fc_layer_params=(32,), lstm_hidden_size=(32,)
     ),
     loss_class=PPOLoss,
     optimizer=Adam(lr=3e-3, eps=1e-5, gradient_clipping=0.5),

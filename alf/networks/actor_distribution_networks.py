@@ -29,12 +29,14 @@ class ActorDistributionNetwork(Network):
         input_tensor_spec: nest of ``TensorSpec`` of the observation.
         action_spec: (nest of) ``BoundedTensorSpec`` of the action.
         input_preprocessors: see ``EncodingNetwork``.
+        input_preprocessors_ctor: see ``EncodingNetwork``.
         preprocessing_combiner: see ``EncodingNetwork``.
         conv_layer_params: see ``EncodingNetwork``.
         fc_layer_params: hidden layer sizes of the encoder.
         activation: activation of the hidden layers.
         kernel_initializer: initializer of the hidden layers' weights.
         use_fc_bn: batch normalization in the hidden FC layers.
+        use_fc_ln: layer normalization in the hidden FC layers.
         discrete_projection_net_ctor: ctor of the projection for discrete specs.
         continuous_projection_net_ctor: ctor of the projection for continuous specs.
         name: name of the network.
@@ -45,12 +47,14 @@ class ActorDistributionNetwork(Network):
         input_tensor_spec,
         action_spec,
         input_preprocessors=None,
+        input_preprocessors_ctor: Callable | None = None,
         preprocessing_combiner=None,
         conv_layer_params: tuple[tuple, ...] | None = None,
         fc_layer_params: tuple[int, ...] | None = None,
         activation: Callable | None = torch.relu_,
         kernel_initializer: Callable | None = None,
         use_fc_bn: bool = False,
+        use_fc_ln: bool = False,
         discrete_projection_net_ctor: Callable = CategoricalProjectionNetwork,
         continuous_projection_net_ctor: Callable = NormalProjectionNetwork,
         name: str = "ActorDistributionNetwork",
@@ -60,6 +64,7 @@ class ActorDistributionNetwork(Network):
         self._encoding_net = EncodingNetwork(
             input_tensor_spec,
             input_preprocessors=input_preprocessors,
+            input_preprocessors_ctor=input_preprocessors_ctor,
             preprocessing_combiner=preprocessing_combiner,
             conv_layer_params=conv_layer_params,
             fc_layer_params=fc_layer_params,
@@ -70,6 +75,7 @@ class ActorDistributionNetwork(Network):
             last_kernel_initializer=None,
             last_use_bias=True,
             use_fc_bn=use_fc_bn,
+            use_fc_ln=use_fc_ln,
             name=name + ".encoding_net",
         )
         projections = make_projection_nets(

@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 import alf
 import alf.nest as nest
@@ -32,6 +33,7 @@ from alf.initializers import variance_scaling_init
 from alf.networks.encoding_networks import EncodingNetwork
 from alf.networks.network import Network
 from alf.tensor_specs import TensorSpec
+from alf.utils import math_ops
 
 _SCALAR_SPEC = TensorSpec(())
 
@@ -45,6 +47,37 @@ def _needs_encoder(spec, *options) -> bool:
 
 def _has_parameters(module: nn.Module) -> bool:
     return any(True for _ in module.parameters())
+
+
+class _ReplicatedNorm(nn.Module):
+    """Layer (``"ln"``) or batch (``"bn"``) normalization of one joint layer's ``n`` features,
+    each of the ``R`` critics with its own affine parameters: ``[B, n]`` or ``[R, B, n]``."""
+
+    def __init__(self, kind: str, num_replicas: int, n: int):
+        super().__init__()
+        self._kind, self._n = kind, n
+        if kind == "ln":
+            self.weight = nn.Parameter(torch.ones(num_replicas, 1, n))
+            self.bias = nn.Parameter(torch.zeros(num_replicas, 1, n))
+        else:
+            self.bn = nn.BatchNorm1d(num_replicas * n)
+
+    def forward(self, x):
+        if self._kind == "ln":
+            y = F.layer_norm(x, (self._n,))
+            if x.ndim == 2:
+                return torch.addcmul(self.bias[0], y, self.weight[0])
+            return torch.addcmul(self.bias, y, self.weight)
+        if x.ndim == 2:
+            return self.bn(x)
+        r, b, n = x.shape  # the batch statistics of each critic's features
+        return self.bn(x.transpose(0, 1).reshape(b, r * n)).reshape(b, r, n).transpose(0, 1)
+
+
+def _norm_kind(name, use_bn: bool, use_ln: bool, bn_arg: str, ln_arg: str) -> str | None:
+    if use_bn and use_ln:
+        raise ValueError(f"{name}: {bn_arg} and {ln_arg} are both True; choose one")
+    return "bn" if use_bn else "ln" if use_ln else None
 
 
 @alf.configurable
@@ -67,9 +100,13 @@ class CriticNetwork(Network):
         input_tensor_spec: ``(observation_spec, action_spec)``.
         observation_input_processors: nest of preprocessors of the observation
             (see ``EncodingNetwork.input_preprocessors``).
+        observation_input_processors_ctor: ``ctor(observation_spec)`` building them.
         observation_preprocessing_combiner: combiner of a nested observation.
         observation_conv_layer_params: conv layers of the observation encoder.
         observation_fc_layer_params: FC layers of the observation encoder.
+        action_input_processors: nest of preprocessors of the action.
+        action_input_processors_ctor: ``ctor(action_spec)`` building them.
+        action_preprocessing_combiner: combiner of a nested action.
         action_fc_layer_params: FC layers of the action encoder.
         joint_fc_layer_params: hidden layers after the concatenation.
         activation: activation of all hidden layers.
@@ -77,9 +114,16 @@ class CriticNetwork(Network):
             (``variance_scaling_init`` with the activation's gain when None).
         last_kernel_initializer: ``init(weight [out, in])`` of the value layer
             (uniform in ±0.03 when None, so initial values are close to 0).
+        use_fc_bn: batch normalization in the encoders' and the joint hidden layers
+            (before the activation; each critic normalizes with its own statistics).
+        use_fc_ln: layer normalization in those layers.
+        last_use_fc_bn: batch normalization of the value layer.
+        last_use_fc_ln: layer normalization of the value layer.
+        last_layer_activation: activation of the value (identity by default).
         output_tensor_spec: spec of one value (scalar by default).
         use_naive_parallel: run ``R`` separate critics one by one instead of the
             batched pass (same results; slower).
+        use_naive_parallel_network: ALF's name of ``use_naive_parallel``.
         num_replicas: number of critics ``R``.
         observation_action_combiner: combines the encoded observation and action into the
             joint layers' input (an ``alf.nest.utils`` combiner, e.g. ALF's
@@ -103,6 +147,16 @@ class CriticNetwork(Network):
         use_naive_parallel: bool = False,
         num_replicas: int = 1,
         observation_action_combiner: Callable | None = None,
+        observation_input_processors_ctor: Callable | None = None,
+        action_input_processors=None,
+        action_input_processors_ctor: Callable | None = None,
+        action_preprocessing_combiner=None,
+        use_fc_bn: bool = False,
+        use_fc_ln: bool = False,
+        last_use_fc_bn: bool = False,
+        last_use_fc_ln: bool = False,
+        last_layer_activation: Callable = math_ops.identity,
+        use_naive_parallel_network: bool = False,
         name: str = "CriticNetwork",
     ):
         super().__init__(input_tensor_spec, name=name)
@@ -110,51 +164,38 @@ class CriticNetwork(Network):
             raise ValueError(f"{name}: num_replicas must be >= 1, got {num_replicas}")
         self._num_replicas = num_replicas
         self._value_shape = tuple(output_tensor_spec.shape)
-        self._naive = use_naive_parallel and num_replicas > 1
+        self._naive = (use_naive_parallel or use_naive_parallel_network) and num_replicas > 1
         if self._naive:
-            single = functools.partial(
-                CriticNetwork,
-                input_tensor_spec,
-                observation_input_processors=observation_input_processors,
-                observation_preprocessing_combiner=observation_preprocessing_combiner,
-                observation_conv_layer_params=observation_conv_layer_params,
-                observation_fc_layer_params=observation_fc_layer_params,
-                action_fc_layer_params=action_fc_layer_params,
-                joint_fc_layer_params=joint_fc_layer_params,
-                activation=activation,
-                kernel_initializer=kernel_initializer,
-                last_kernel_initializer=last_kernel_initializer,
-                output_tensor_spec=output_tensor_spec,
-                observation_action_combiner=observation_action_combiner,
+            args = self.saved_args
+            args.update(num_replicas=1, use_naive_parallel=False, use_naive_parallel_network=False)
+            args.pop("name", None)
+            self._replicas = nn.ModuleList(
+                CriticNetwork(name=f"{name}.{i}", **args) for i in range(num_replicas)
             )
-            self._replicas = nn.ModuleList(single(name=f"{name}.{i}") for i in range(num_replicas))
             return
+        norms = dict(use_fc_bn=use_fc_bn, use_fc_ln=use_fc_ln)
         observation_spec, action_spec = input_tensor_spec
         self._observation_encoders = self._make_encoders(
             observation_spec,
-            _needs_encoder(
-                observation_spec,
-                observation_input_processors,
-                observation_preprocessing_combiner,
-                observation_conv_layer_params,
-                observation_fc_layer_params,
-            ),
             dict(
                 input_preprocessors=observation_input_processors,
+                input_preprocessors_ctor=observation_input_processors_ctor,
                 preprocessing_combiner=observation_preprocessing_combiner,
                 conv_layer_params=observation_conv_layer_params,
                 fc_layer_params=observation_fc_layer_params,
             ),
-            activation,
-            kernel_initializer,
+            dict(activation=activation, kernel_initializer=kernel_initializer, **norms),
             name + ".observation_encoder",
         )
         self._action_encoders = self._make_encoders(
             action_spec,
-            _needs_encoder(action_spec, action_fc_layer_params),
-            dict(fc_layer_params=action_fc_layer_params),
-            activation,
-            kernel_initializer,
+            dict(
+                input_preprocessors=action_input_processors,
+                input_preprocessors_ctor=action_input_processors_ctor,
+                preprocessing_combiner=action_preprocessing_combiner,
+                fc_layer_params=action_fc_layer_params,
+            ),
+            dict(activation=activation, kernel_initializer=kernel_initializer, **norms),
             name + ".action_encoder",
         )
         sizes = (
@@ -169,6 +210,13 @@ class CriticNetwork(Network):
             kernel_initializer,
             last_kernel_initializer,
         )
+        self._build_norms(
+            _norm_kind(name, use_fc_bn, use_fc_ln, "use_fc_bn", "use_fc_ln"),
+            _norm_kind(name, last_use_fc_bn, last_use_fc_ln, "last_use_fc_bn", "last_use_fc_ln"),
+        )
+        self._last_activation = (
+            None if last_layer_activation is math_ops.identity else last_layer_activation
+        )
 
     # -- construction ------------------------------------------------------
 
@@ -182,13 +230,11 @@ class CriticNetwork(Network):
         (size,) = combiner(tuple(TensorSpec((n,)) for n in sizes)).shape
         return size
 
-    def _make_encoders(self, spec, needed, kwargs, activation, initializer, name):
+    def _make_encoders(self, spec, options: dict, layer_args: dict, name: str):
         """``[]`` (no encoder), ``[encoder]`` (parameterless, shared) or ``R`` encoders."""
-        if not needed:
+        if not _needs_encoder(spec, *options.values()):
             return nn.ModuleList()
-        encoder = EncodingNetwork(
-            spec, activation=activation, kernel_initializer=initializer, name=name, **kwargs
-        )
+        encoder = EncodingNetwork(spec, name=name, **options, **layer_args)
         if not _has_parameters(encoder) or self._num_replicas == 1:
             return nn.ModuleList([encoder])
         copies = [encoder.copy(name=f"{name}.{i}") for i in range(1, self._num_replicas)]
@@ -208,6 +254,19 @@ class CriticNetwork(Network):
             self._biases.append(nn.Parameter(torch.zeros(self._num_replicas, 1, n_out)))
         self._activation = activation
         self._num_hidden = len(sizes) - 2
+        self._sizes = sizes
+
+    def _build_norms(self, hidden: str | None, last: str | None) -> None:
+        """The joint layers' normalizations (``self._norms[i]`` of layer ``i``, None: none)."""
+        kinds = [hidden] * self._num_hidden + [last]
+        self._norm_modules = nn.ModuleList()
+        norms = []
+        for kind, size in zip(kinds, self._sizes[1:]):
+            norm = None if kind is None else _ReplicatedNorm(kind, self._num_replicas, size)
+            if norm is not None:
+                self._norm_modules.append(norm)
+            norms.append(norm)
+        self._norms = tuple(norms) if any(n is not None for n in norms) else None
 
     def _stacked_weight(self, n_in, n_out, init) -> torch.Tensor:
         """``[R, in, out]``: each replica initialized like an ``nn.Linear`` weight ``[out, in]``."""
@@ -264,8 +323,11 @@ class CriticNetwork(Network):
 
     def _single_mlp(self, x, layers):
         """One critic: ``[B, in]`` → ``[B, out]`` with ``addmm``."""
+        norms = self._norms
         for i, (weight, bias) in enumerate(layers):
             x = torch.addmm(bias[0], x, weight[0])
+            if norms is not None and norms[i] is not None:
+                x = norms[i](x)
             if i < self._num_hidden:
                 x = self._activation(x)
         return x
@@ -274,8 +336,11 @@ class CriticNetwork(Network):
         """``R`` critics: ``[B, in]`` (shared) or ``[R, B, in]`` → ``[R, B, out]``."""
         if x.ndim == 2:
             x = x.expand(self._num_replicas, *x.shape)
+        norms = self._norms
         for i, (weight, bias) in enumerate(layers):
             x = torch.baddbmm(bias, x, weight)
+            if norms is not None and norms[i] is not None:
+                x = norms[i](x)
             if i < self._num_hidden:
                 x = self._activation(x)
         return x
@@ -284,6 +349,8 @@ class CriticNetwork(Network):
         """``[B, out]`` / ``[R, B, out]`` → ``[B, *value_shape]`` / ``[B, R, *value_shape]``."""
         if value.ndim == 3:
             value = value.transpose(0, 1)
+        if self._last_activation is not None:
+            value = self._last_activation(value)
         return value.reshape(value.shape[:-1] + self._value_shape)
 
     @property

@@ -20,6 +20,7 @@ from alf.configuration import scopes
 from alf.layers.dense import FC
 from alf.layers.parallel import make_parallel_net, make_parallel_spec
 from alf.tensor_specs import TensorSpec, zeros_from_spec
+from alf.utils.math_ops import identity
 
 
 def _copy_arg(value):
@@ -191,6 +192,42 @@ class LinearOp:
 
     def __repr__(self) -> str:
         return f"LinearOp({self._layer!r})"
+
+
+class FCOp:
+    """Calls an ``alf.layers.FC`` as ``activation(F.linear(x, weight, bias))`` when nothing
+    hooks it and it has no normalization: what ``LinearOp`` does for an ``nn.Linear``, with
+    the layer's activation (skipped when it is the identity). Otherwise ``layer(x)``.
+
+    Args:
+        layer: an ``FC`` (exactly that class).
+    """
+
+    __slots__ = ("_layer", "_params", "_activation", "_plain")
+
+    def __init__(self, layer: FC):
+        if type(layer) is not FC:
+            raise TypeError(f"FCOp needs an alf.layers.FC, got {type(layer).__name__}")
+        self._layer = layer
+        self._params = layer._parameters
+        activation = layer._activation
+        self._activation = None if activation is identity else activation
+        self._plain = layer._ln is None and layer._bn is None
+
+    @property
+    def layer(self) -> FC:
+        return self._layer
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        layer = self._layer
+        if not self._plain or type(layer) is not FC or is_hooked(layer):
+            return layer(x)
+        params = self._params
+        y = F.linear(x, params["_weight"], params.get("_bias"))
+        return y if self._activation is None else self._activation(y)
+
+    def __repr__(self) -> str:
+        return f"FCOp({self._layer!r})"
 
 
 def is_hooked(module: nn.Module) -> bool:

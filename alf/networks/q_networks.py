@@ -42,6 +42,7 @@ class QNetwork(EncodingNetwork):
         action_spec: a scalar discrete ``BoundedTensorSpec``; its
             ``maximum - minimum + 1`` values are the actions.
         input_preprocessors: see ``EncodingNetwork``.
+        input_preprocessors_ctor: see ``EncodingNetwork``.
         preprocessing_combiner: see ``EncodingNetwork``.
         conv_layer_params: see ``EncodingNetwork``.
         fc_layer_params: hidden layer sizes.
@@ -51,6 +52,7 @@ class QNetwork(EncodingNetwork):
             ±0.03 when None, so initial values are close to 0 whatever the
             observation scale).
         use_fc_bn: batch normalization in the hidden FC layers.
+        use_fc_ln: layer normalization in the hidden FC layers.
         name: name of the network.
     """
 
@@ -59,6 +61,7 @@ class QNetwork(EncodingNetwork):
         input_tensor_spec,
         action_spec,
         input_preprocessors=None,
+        input_preprocessors_ctor: Callable | None = None,
         preprocessing_combiner=None,
         conv_layer_params: tuple[tuple, ...] | None = None,
         fc_layer_params: tuple[int, ...] | None = None,
@@ -66,6 +69,7 @@ class QNetwork(EncodingNetwork):
         kernel_initializer: Callable | None = None,
         last_kernel_initializer: Callable | None = None,
         use_fc_bn: bool = False,
+        use_fc_ln: bool = False,
         name: str = "QNetwork",
     ):
         num_actions = _check_action_spec(action_spec, name)
@@ -74,6 +78,7 @@ class QNetwork(EncodingNetwork):
         super().__init__(
             input_tensor_spec,
             input_preprocessors=input_preprocessors,
+            input_preprocessors_ctor=input_preprocessors_ctor,
             preprocessing_combiner=preprocessing_combiner,
             conv_layer_params=conv_layer_params,
             fc_layer_params=fc_layer_params,
@@ -84,6 +89,7 @@ class QNetwork(EncodingNetwork):
             last_kernel_initializer=last_kernel_initializer,
             last_use_bias=True,
             use_fc_bn=use_fc_bn,
+            use_fc_ln=use_fc_ln,
             name=name,
         )
         self._action_spec = action_spec

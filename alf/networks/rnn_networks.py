@@ -168,9 +168,9 @@ class ActorDistributionRNNNetwork(Network):
         input_preprocessors: see ``EncodingNetwork``.
         preprocessing_combiner: see ``EncodingNetwork``.
         conv_layer_params: see ``EncodingNetwork``.
-        actor_fc_layer_params: FC layer sizes before the recurrent layers.
+        fc_layer_params: FC layer sizes before the recurrent layers.
         lstm_hidden_size: an int or a tuple: the recurrent layers' sizes.
-        actor_output_fc_layer_params: FC layer sizes after the recurrent layers.
+        actor_fc_layer_params: FC layer sizes after the recurrent layers (ALF's names).
         activation: activation of the FC layers.
         kernel_initializer: initializer of the FC weights.
         rnn_type: ``"lstm"`` or ``"gru"``.
@@ -186,9 +186,9 @@ class ActorDistributionRNNNetwork(Network):
         input_preprocessors=None,
         preprocessing_combiner=None,
         conv_layer_params: tuple[tuple, ...] | None = None,
-        actor_fc_layer_params: tuple[int, ...] | None = None,
+        fc_layer_params: tuple[int, ...] | None = None,
         lstm_hidden_size: int | tuple[int, ...] = (100,),
-        actor_output_fc_layer_params: tuple[int, ...] | None = None,
+        actor_fc_layer_params: tuple[int, ...] | None = None,
         activation: Callable | None = torch.relu_,
         kernel_initializer: Callable | None = None,
         rnn_type: Literal["lstm", "gru"] = "lstm",
@@ -201,9 +201,9 @@ class ActorDistributionRNNNetwork(Network):
             input_preprocessors=input_preprocessors,
             preprocessing_combiner=preprocessing_combiner,
             conv_layer_params=conv_layer_params,
-            pre_fc_layer_params=actor_fc_layer_params,
+            pre_fc_layer_params=fc_layer_params,
             hidden_size=lstm_hidden_size,
-            post_fc_layer_params=actor_output_fc_layer_params,
+            post_fc_layer_params=actor_fc_layer_params,
             activation=activation,
             kernel_initializer=kernel_initializer,
             name=name + ".encoding_net",
@@ -242,9 +242,9 @@ class ValueRNNNetwork(Network):
         input_preprocessors: see ``EncodingNetwork``.
         preprocessing_combiner: see ``EncodingNetwork``.
         conv_layer_params: see ``EncodingNetwork``.
-        value_fc_layer_params: FC layer sizes before the recurrent layers.
+        fc_layer_params: FC layer sizes before the recurrent layers.
         lstm_hidden_size: an int or a tuple: the recurrent layers' sizes.
-        value_output_fc_layer_params: FC layer sizes after the recurrent layers.
+        value_fc_layer_params: FC layer sizes after the recurrent layers (ALF's names).
         activation: activation of the FC layers.
         kernel_initializer: initializer of the FC weights.
         last_kernel_initializer: initializer of the value layer (uniform ±0.03 if None,
@@ -260,9 +260,9 @@ class ValueRNNNetwork(Network):
         input_preprocessors=None,
         preprocessing_combiner=None,
         conv_layer_params: tuple[tuple, ...] | None = None,
-        value_fc_layer_params: tuple[int, ...] | None = None,
+        fc_layer_params: tuple[int, ...] | None = None,
         lstm_hidden_size: int | tuple[int, ...] = (100,),
-        value_output_fc_layer_params: tuple[int, ...] | None = None,
+        value_fc_layer_params: tuple[int, ...] | None = None,
         activation: Callable | None = torch.relu_,
         kernel_initializer: Callable | None = None,
         last_kernel_initializer: Callable | None = None,
@@ -280,9 +280,9 @@ class ValueRNNNetwork(Network):
             input_preprocessors=input_preprocessors,
             preprocessing_combiner=preprocessing_combiner,
             conv_layer_params=conv_layer_params,
-            pre_fc_layer_params=value_fc_layer_params,
+            pre_fc_layer_params=fc_layer_params,
             hidden_size=lstm_hidden_size,
-            post_fc_layer_params=value_output_fc_layer_params,
+            post_fc_layer_params=value_fc_layer_params,
             activation=activation,
             kernel_initializer=kernel_initializer,
             last_layer_size=max(1, int(torch.Size(value_shape).numel())),

@@ -27,6 +27,7 @@ class ValueNetwork(EncodingNetwork):
         input_tensor_spec: nest of ``TensorSpec`` of the observation.
         output_tensor_spec: ``TensorSpec`` of one value (scalar by default).
         input_preprocessors: see ``EncodingNetwork``.
+        input_preprocessors_ctor: see ``EncodingNetwork``.
         preprocessing_combiner: see ``EncodingNetwork``.
         conv_layer_params: see ``EncodingNetwork``.
         fc_layer_params: hidden layer sizes.
@@ -34,6 +35,7 @@ class ValueNetwork(EncodingNetwork):
         kernel_initializer: initializer of the hidden layers' weights.
         last_kernel_initializer: initializer of the value layer's weights.
         use_fc_bn: batch normalization in the hidden FC layers.
+        use_fc_ln: layer normalization in the hidden FC layers.
         name: name of the network.
     """
 
@@ -42,6 +44,7 @@ class ValueNetwork(EncodingNetwork):
         input_tensor_spec,
         output_tensor_spec=_SCALAR_SPEC,
         input_preprocessors=None,
+        input_preprocessors_ctor: Callable | None = None,
         preprocessing_combiner=None,
         conv_layer_params: tuple[tuple, ...] | None = None,
         fc_layer_params: tuple[int, ...] | None = None,
@@ -49,13 +52,16 @@ class ValueNetwork(EncodingNetwork):
         kernel_initializer: Callable | None = None,
         last_kernel_initializer: Callable | None = None,
         use_fc_bn: bool = False,
+        use_fc_ln: bool = False,
         name: str = "ValueNetwork",
     ):
         if last_kernel_initializer is None:
             last_kernel_initializer = functools.partial(torch.nn.init.uniform_, a=-0.03, b=0.03)
         super().__init__(
             input_tensor_spec,
+            output_tensor_spec=TensorSpec(output_tensor_spec.shape),
             input_preprocessors=input_preprocessors,
+            input_preprocessors_ctor=input_preprocessors_ctor,
             preprocessing_combiner=preprocessing_combiner,
             conv_layer_params=conv_layer_params,
             fc_layer_params=fc_layer_params,
@@ -66,18 +72,6 @@ class ValueNetwork(EncodingNetwork):
             last_kernel_initializer=last_kernel_initializer,
             last_use_bias=True,
             use_fc_bn=use_fc_bn,
+            use_fc_ln=use_fc_ln,
             name=name,
         )
-        self._value_shape = tuple(output_tensor_spec.shape)
-        self._value_spec = TensorSpec(self._value_shape, torch.float32)
-
-    def forward(self, observation, state=()):
-        """``([B, ...] observation nest, state) -> ([B, *output_shape] value, state)``."""
-        value, state = super().forward(observation, state)
-        if not self._value_shape:
-            return value.squeeze(-1), state
-        return value.reshape(value.shape[:-1] + self._value_shape), state
-
-    @property
-    def output_spec(self) -> TensorSpec:
-        return self._value_spec

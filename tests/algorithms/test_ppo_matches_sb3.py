@@ -24,15 +24,15 @@ pytestmark = pytest.mark.skipif(
 STEPS = 512  # no episode end: HalfCheetah's episodes last 1,000 steps
 ROUNDING = 1e-4
 
-# SB3 policy parameter -> alf parameter (alf's Linear layers store weights as [out, in] too).
+# SB3 policy parameter -> alf parameter (alf's FC layers store weights as [out, in] too).
 _ACTOR, _CRITIC = "_actor_network._encoding_net._fc_layers", "_value_network._fc_layers"
 _HEADS = {0: ("action_net", "_actor_network._projection_net._means_projection_layer")}
 _HEADS[1] = ("value_net", f"{_CRITIC}.2")
 PARAMETER_MAP = {"log_std": "_actor_network._projection_net._std"}
 for i, w in itertools.product((0, 1), ("weight", "bias")):
-    PARAMETER_MAP[f"mlp_extractor.policy_net.{2 * i}.{w}"] = f"{_ACTOR}.{i}.{w}"
-    PARAMETER_MAP[f"mlp_extractor.value_net.{2 * i}.{w}"] = f"{_CRITIC}.{i}.{w}"
-    PARAMETER_MAP[f"{_HEADS[i][0]}.{w}"] = f"{_HEADS[i][1]}.{w}"
+    PARAMETER_MAP[f"mlp_extractor.policy_net.{2 * i}.{w}"] = f"{_ACTOR}.{i}._{w}"
+    PARAMETER_MAP[f"mlp_extractor.value_net.{2 * i}.{w}"] = f"{_CRITIC}.{i}._{w}"
+    PARAMETER_MAP[f"{_HEADS[i][0]}.{w}"] = f"{_HEADS[i][1]}." + ("_" * i) + w
 BUFFER = "observations actions rewards episode_starts log_probs values advantages returns"
 
 

@@ -64,10 +64,10 @@ def test_episode_segments_cut_at_first_and_pad_with_masked_repeats():
 def _rnn_networks(hidden=16):
     return dict(
         actor_network_ctor=functools.partial(
-            ActorDistributionRNNNetwork, actor_fc_layer_params=(hidden,), lstm_hidden_size=hidden
+            ActorDistributionRNNNetwork, fc_layer_params=(hidden,), lstm_hidden_size=hidden
         ),
         value_network_ctor=functools.partial(
-            ValueRNNNetwork, value_fc_layer_params=(hidden,), lstm_hidden_size=hidden
+            ValueRNNNetwork, fc_layer_params=(hidden,), lstm_hidden_size=hidden
         ),
     )
 

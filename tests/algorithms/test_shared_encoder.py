@@ -129,8 +129,8 @@ def test_encoder_gradient_is_the_sum_of_the_policy_and_value_gradients():
     g_value = _grads(alg, value_only, observation, reward)
     encoder = [n for n in g if n.startswith("_encoding_network.")]
     assert encoder == [
-        "_encoding_network._fc_layers.0.weight",
-        "_encoding_network._fc_layers.0.bias",
+        "_encoding_network._fc_layers.0._weight",
+        "_encoding_network._fc_layers.0._bias",
     ]
     for name in encoder:
         assert g_policy[name].abs().sum() > 0 and g_value[name].abs().sum() > 0

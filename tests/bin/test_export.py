@@ -203,7 +203,7 @@ def test_exported_policy_acts_as_the_checkpoint(runs, tmp_path, name, fmt, ext):
         assert "_encoding_network._modules_list.2._conv.weight" in algorithm.state_dict()
     if name == "image_shared_encoder":  # the file is the whole policy, encoder included
         assert algorithm.encoding_network is not None
-        assert set(algorithm.state_dict()) >= {"_encoding_network._conv_layers.0.weight"}
+        assert set(algorithm.state_dict()) >= {"_encoding_network._conv_layers.0._conv.weight"}
 
 
 def test_quiet_exporters_silences_the_libraries_and_keeps_alf_and_errors():

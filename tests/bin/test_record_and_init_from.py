@@ -218,7 +218,7 @@ def test_bad_record_or_init_from_one_error_line_nothing_written(runs, tmp_path):
         (
             ["--init_from", source, "--conf_param", "create_environment.env_name='Acrobot-v1'"],
             TINY_CONF,
-            "'_actor_network._encoding_net._fc_layers.0.weight' has shape (64, 4)",
+            "'_actor_network._encoding_net._fc_layers.0._weight' has shape (64, 4)",
         ),
     ]
     procs = [

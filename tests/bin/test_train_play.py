@@ -310,7 +310,7 @@ BAD_TRAIN_INPUTS = {
     "changed_network": (  # resuming the CartPole run with a conf that builds other shapes
         ["--conf_param", "create_environment.env_name='Acrobot-v1'"],
         "does not fit the algorithm the conf builds (4 shapes differ: "
-        "_actor_network._encoding_net._fc_layers.0.weight (checkpoint [64, 4], built [64, 6])",
+        "_actor_network._encoding_net._fc_layers.0._weight (checkpoint [64, 4], built [64, 6])",
     ),
 }
 

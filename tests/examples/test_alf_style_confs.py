@@ -73,8 +73,8 @@ def test_a2c_trac_gin_conf_with_scopes_through_gin_file(tmp_path):
     assert "ckpt-6.pt" in _checkpoints(root)
     state = _algorithm_state(root, "ckpt-6.pt")
     # the scopes gave the actor 32 and the value network 48 hidden units
-    assert tuple(state["_actor_network._encoding_net._fc_layers.0.weight"].shape) == (32, 4)
-    assert tuple(state["_value_network._fc_layers.0.weight"].shape) == (48, 4)
+    assert tuple(state["_actor_network._encoding_net._fc_layers.0._weight"].shape) == (32, 4)
+    assert tuple(state["_value_network._fc_layers.0._weight"].shape) == (48, 4)
     steps = _scalars(root / "train", "trac/adjust_steps")
     assert len(steps) == 6 and all(v >= 0 for _, v in steps)
     config = (root / "alf_config.py").read_text()
@@ -102,7 +102,7 @@ def test_sac_gin_conf_including_sac_gin(tmp_path):
         result.stderr
     )
     state = _algorithm_state(root, "ckpt-30.pt")
-    assert tuple(state["_actor_network._encoding_net._fc_layers.1.weight"].shape) == (32, 32)
+    assert tuple(state["_actor_network._encoding_net._fc_layers.1._weight"].shape) == (32, 32)
     optimizers = [v for k, v in state.items() if k.startswith("_optimizers.")]
     lrs = sorted(o["param_groups"][0]["lr"] for o in optimizers)
     assert lrs == [5e-4, 6e-4, 7e-4]  # actor/, critic/ and alpha/Adam.lr

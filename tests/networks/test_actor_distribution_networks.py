@@ -87,7 +87,7 @@ def test_copy_gives_independent_parameters_of_the_same_shapes():
 
 def test_output_spec_dry_run_keeps_mode_and_batch_norm_statistics():
     net = ActorDistributionNetwork(OBS, CONTINUOUS, fc_layer_params=(8,), use_fc_bn=True)
-    bn = net._encoding_net._fc_layers[1]
+    bn = net._encoding_net._fc_layers[0]._bn
     before = bn.running_mean.clone()
     spec = net.output_spec
     assert net.training and bn.training

@@ -162,3 +162,67 @@ def test_observation_action_combiner_outer_product_by_hand():
     plain = CriticNetwork((obs_spec, act_spec))
     plain.load_state_dict(concat.state_dict())
     assert torch.equal(concat((obs, act))[0], plain((obs, act))[0])
+
+
+def test_joint_layer_normalization_and_last_activation_by_hand():
+    net = CriticNetwork(
+        (OBS_SPEC, ACTION_SPEC),
+        joint_fc_layer_params=(6,),
+        use_fc_ln=True,
+        last_layer_activation=torch.tanh,
+    )
+    (norm,) = net._norm_modules
+    with torch.no_grad():
+        norm.weight.uniform_(0.5, 1.5)
+        norm.bias.uniform_(-1, 1)
+    obs, action = _inputs()
+    x = torch.cat([obs, action], -1)
+    h = F.linear(x, net._weights[0][0].t(), net._biases[0][0, 0])
+    h = torch.relu(F.layer_norm(h, (6,), norm.weight[0, 0], norm.bias[0, 0]))
+    by_hand = torch.tanh(F.linear(h, net._weights[1][0].t(), net._biases[1][0, 0])).squeeze(-1)
+    torch.testing.assert_close(net((obs, action))[0], by_hand)
+
+
+@pytest.mark.parametrize("norm", ["use_fc_bn", "use_fc_ln"])
+def test_normalized_ensemble_equals_naive_parallel_with_the_same_weights(norm):
+    kwargs = dict(joint_fc_layer_params=(8, 8), num_replicas=2, **{norm: True})
+    batched = CriticNetwork((OBS_SPEC, ACTION_SPEC), **kwargs)
+    naive = CriticNetwork((OBS_SPEC, ACTION_SPEC), use_naive_parallel_network=True, **kwargs)
+    assert len(naive._replicas) == 2
+    with torch.no_grad():
+        for norm_module in batched._norm_modules:  # different affine parameters per critic
+            for p in norm_module.parameters():
+                p.uniform_(0.5, 1.5)
+        for r, replica in enumerate(naive._replicas):
+            for i in range(len(batched._weights)):
+                replica._weights[i].copy_(batched._weights[i][r : r + 1])
+                replica._biases[i].copy_(batched._biases[i][r : r + 1])
+            for mine, theirs in zip(replica._norm_modules, batched._norm_modules):
+                if norm == "use_fc_ln":
+                    mine.weight.copy_(theirs.weight[r : r + 1])
+                    mine.bias.copy_(theirs.bias[r : r + 1])
+                else:
+                    mine.bn.weight.copy_(theirs.bn.weight.view(2, -1)[r])
+                    mine.bn.bias.copy_(theirs.bn.bias.view(2, -1)[r])
+    obs, action = _inputs(16)
+    torch.testing.assert_close(batched((obs, action))[0], naive((obs, action))[0])
+
+
+def test_action_preprocessors_apply_to_the_action():
+    scale = torch.nn.Linear(2, 2, bias=False)
+    torch.nn.init.eye_(scale.weight)
+    with torch.no_grad():
+        scale.weight.mul_(3.0)
+    net = CriticNetwork(
+        (OBS_SPEC, ACTION_SPEC), joint_fc_layer_params=(8,), action_input_processors=scale
+    )
+    (encoder,) = net._action_encoders
+    obs, action = _inputs()
+    x = torch.cat([obs, 3.0 * action], -1)
+    torch.testing.assert_close(net((obs, action))[0], _mlp_by_hand(net, 0, x))
+    assert encoder.output_size == 2
+
+
+def test_both_normalizations_are_refused():
+    with pytest.raises(ValueError, match="last_use_fc_bn and last_use_fc_ln are both True"):
+        CriticNetwork((OBS_SPEC, ACTION_SPEC), last_use_fc_bn=True, last_use_fc_ln=True)

@@ -14,7 +14,7 @@ def _seed():
 
 
 def _manual_mlp(net, x, last_identity=False):
-    linears = [m for m in net._fc_layers if isinstance(m, torch.nn.Linear)]
+    linears = list(net._fc_layers)
     for i, layer in enumerate(linears):
         x = F.linear(x, layer.weight, layer.bias)
         if not (last_identity and i == len(linears) - 1):
@@ -63,8 +63,8 @@ def test_nest_concat_reports_clashing_shapes():
 
 
 def test_errors_for_bad_input_shapes_and_combiner():
-    with pytest.raises(ValueError, match="must be a vector"):
-        EncodingNetwork(TensorSpec((3, 4)), fc_layer_params=(4,))
+    with pytest.raises(ValueError, match=r"must be \[N\] or \[N, D\]"):
+        EncodingNetwork(TensorSpec((2, 3, 4)), fc_layer_params=(4,))
     with pytest.raises(ValueError, match=r"\[C, H, W\]"):
         EncodingNetwork(TensorSpec((4,)), conv_layer_params=((2, 3, 1),))
     with pytest.raises(ValueError, match="remove the combiner"):

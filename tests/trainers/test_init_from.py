@@ -146,7 +146,7 @@ def test_data_transformer_state_only_with_init_from_normalizers(source_run, tmp_
         counter=True,
     )
     assert int(skipped.algorithm.data_transformer.count) == 0
-    name = "_actor_network._encoding_net._fc_layers.0.weight"
+    name = "_actor_network._encoding_net._fc_layers.0._weight"
     source = final_checkpoint(source_run)["algorithm"][name]
     assert torch.equal(skipped.algorithm.state_dict()[name], source)
 
@@ -208,7 +208,7 @@ def test_shape_mismatch_names_the_parameter_and_both_shapes(source_run, tmp_path
     message = str(info.value)
     assert "\n" not in message
     # Acrobot has 6 observations and 3 actions, CartPole 4 and 2; the first (sorted) differs
-    assert "'_actor_network._encoding_net._fc_layers.0.weight'" in message
+    assert "'_actor_network._encoding_net._fc_layers.0._weight'" in message
     assert "(64, 4) in checkpoint" in message and "(64, 6) in the new algorithm" in message
     assert "ckpt-4.pt" in message
     assert not os.path.exists(tmp_path / "acrobot")
@@ -218,7 +218,7 @@ def test_missing_and_unexpected_parameters_are_listed(source_run, tmp_path):
     state = final_checkpoint(source_run)
     algorithm = dict(state["algorithm"])
     algorithm["_value_network.extra.weight"] = torch.zeros(3)
-    del algorithm["_actor_network._encoding_net._fc_layers.0.bias"]
+    del algorithm["_actor_network._encoding_net._fc_layers.0._bias"]
     edited = tmp_path / "edited.pt"
     torch.save(dict(state, algorithm=algorithm), edited)
     with pytest.raises(InitFromError) as info:
@@ -226,7 +226,7 @@ def test_missing_and_unexpected_parameters_are_listed(source_run, tmp_path):
             tmp_path / "new", *SHORT, f"TrainerConfig.init_from={str(edited)!r}", counter=True
         )
     message = str(info.value)
-    assert "missing in the checkpoint: _actor_network._encoding_net._fc_layers.0.bias" in message
+    assert "missing in the checkpoint: _actor_network._encoding_net._fc_layers.0._bias" in message
     assert "not in the new algorithm: _value_network.extra.weight" in message
     assert str(edited) in message
 
