@@ -7,6 +7,7 @@ dimension, each owning its activation and its initialization.
 - fully connected (``dense``): ``FC`` and ``ParallelFC``;
 - convolutions (``conv``): ``Conv2D``, ``ConvTranspose2D`` and their parallel forms;
 - ResNet blocks (``blocks``): ``ResidueBlock``, ``BottleneckBlock``;
+- attention (``attention``): ``TransformerBlock``;
 - ALF's nest combiners (``alf.nest.utils``): ``NestConcat``, ``NestSum``, ``NestMultiply``,
   ``NestOuterProduct``.
 
@@ -15,6 +16,7 @@ dimension, each owning its activation and its initialization.
 ``make_parallel_net`` (``parallel``) falls back to a loop for other modules.
 """
 
+from alf.layers.attention import TransformerBlock
 from alf.layers.blocks import BottleneckBlock, ResidueBlock
 from alf.layers.conv import Conv2D, ConvTranspose2D, ParallelConv2D, ParallelConvTranspose2D
 from alf.layers.dense import FC, ParallelFC
@@ -74,5 +76,6 @@ __all__ = [
     "Scale",
     "ScaleGradient",
     "Sum",
+    "TransformerBlock",
     "Transpose",
 ]
