@@ -8,6 +8,9 @@ dimension, each owning its activation and its initialization.
 - convolutions (``conv``): ``Conv2D``, ``ConvTranspose2D`` and their parallel forms;
 - ResNet blocks (``blocks``): ``ResidueBlock``, ``BottleneckBlock``;
 - attention (``attention``): ``TransformerBlock``;
+- BatchEnsemble (``ensemble``): ``FCBatchEnsemble``;
+- causal convolution over time (``conv1d``): ``CausalConv1D``;
+- layers with given parameters, for hypernetworks (``param``): ``ParamFC``, ``ParamConv2D``;
 - ALF's nest combiners (``alf.nest.utils``): ``NestConcat``, ``NestSum``, ``NestMultiply``,
   ``NestOuterProduct``.
 
@@ -19,6 +22,7 @@ dimension, each owning its activation and its initialization.
 from alf.layers.attention import TransformerBlock
 from alf.layers.blocks import BottleneckBlock, ResidueBlock
 from alf.layers.conv import Conv2D, ConvTranspose2D, ParallelConv2D, ParallelConvTranspose2D
+from alf.layers.conv1d import CausalConv1D
 from alf.layers.dense import FC, ParallelFC
 from alf.layers.elementwise import (
     AddN,
@@ -36,6 +40,7 @@ from alf.layers.elementwise import (
     Sum,
     Transpose,
 )
+from alf.layers.ensemble import FCBatchEnsemble
 from alf.layers.parallel import (
     NaiveParallelLayer,
     make_parallel_input,
@@ -43,6 +48,7 @@ from alf.layers.parallel import (
     make_parallel_spec,
     reset_parameters,
 )
+from alf.layers.param import ParamConv2D, ParamFC
 from alf.nest.utils import NestConcat, NestMultiply, NestOuterProduct, NestSum
 
 __all__ = [
@@ -60,10 +66,12 @@ __all__ = [
     "FC",
     "AddN",
     "Cast",
+    "CausalConv1D",
     "Conv2D",
     "ConvTranspose2D",
     "Detach",
     "ElementwiseLayerBase",
+    "FCBatchEnsemble",
     "GetFields",
     "Identity",
     "Lambda",
@@ -71,6 +79,8 @@ __all__ = [
     "ParallelConv2D",
     "ParallelConvTranspose2D",
     "ParallelFC",
+    "ParamConv2D",
+    "ParamFC",
     "Permute",
     "Reshape",
     "Scale",
