@@ -11,6 +11,7 @@ dimension, each owning its activation and its initialization.
 - BatchEnsemble (``ensemble``): ``FCBatchEnsemble``;
 - causal convolution over time (``conv1d``): ``CausalConv1D``;
 - layers with given parameters, for hypernetworks (``param``): ``ParamFC``, ``ParamConv2D``;
+- image augmentation (``image``): ``RandomCrop``;
 - ALF's nest combiners (``alf.nest.utils``): ``NestConcat``, ``NestSum``, ``NestMultiply``,
   ``NestOuterProduct``.
 
@@ -41,6 +42,7 @@ from alf.layers.elementwise import (
     Transpose,
 )
 from alf.layers.ensemble import FCBatchEnsemble
+from alf.layers.image import RandomCrop
 from alf.layers.parallel import (
     NaiveParallelLayer,
     make_parallel_input,
@@ -82,6 +84,7 @@ __all__ = [
     "ParamConv2D",
     "ParamFC",
     "Permute",
+    "RandomCrop",
     "Reshape",
     "Scale",
     "ScaleGradient",
