@@ -7,6 +7,11 @@ dimension, each owning its activation and its initialization.
 - fully connected (``dense``): ``FC`` and ``ParallelFC``;
 - convolutions (``conv``): ``Conv2D``, ``ConvTranspose2D`` and their parallel forms;
 - ResNet blocks (``blocks``): ``ResidueBlock``, ``BottleneckBlock``;
+- attention (``attention``): ``TransformerBlock``;
+- BatchEnsemble (``ensemble``): ``FCBatchEnsemble``;
+- causal convolution over time (``conv1d``): ``CausalConv1D``;
+- layers with given parameters, for hypernetworks (``param``): ``ParamFC``, ``ParamConv2D``;
+- image augmentation (``image``): ``RandomCrop``;
 - ALF's nest combiners (``alf.nest.utils``): ``NestConcat``, ``NestSum``, ``NestMultiply``,
   ``NestOuterProduct``.
 
@@ -15,8 +20,10 @@ dimension, each owning its activation and its initialization.
 ``make_parallel_net`` (``parallel``) falls back to a loop for other modules.
 """
 
+from alf.layers.attention import TransformerBlock
 from alf.layers.blocks import BottleneckBlock, ResidueBlock
 from alf.layers.conv import Conv2D, ConvTranspose2D, ParallelConv2D, ParallelConvTranspose2D
+from alf.layers.conv1d import CausalConv1D
 from alf.layers.dense import FC, ParallelFC
 from alf.layers.elementwise import (
     AddN,
@@ -34,6 +41,8 @@ from alf.layers.elementwise import (
     Sum,
     Transpose,
 )
+from alf.layers.ensemble import FCBatchEnsemble
+from alf.layers.image import RandomCrop
 from alf.layers.parallel import (
     NaiveParallelLayer,
     make_parallel_input,
@@ -41,6 +50,7 @@ from alf.layers.parallel import (
     make_parallel_spec,
     reset_parameters,
 )
+from alf.layers.param import ParamConv2D, ParamFC
 from alf.nest.utils import NestConcat, NestMultiply, NestOuterProduct, NestSum
 
 __all__ = [
@@ -58,10 +68,12 @@ __all__ = [
     "FC",
     "AddN",
     "Cast",
+    "CausalConv1D",
     "Conv2D",
     "ConvTranspose2D",
     "Detach",
     "ElementwiseLayerBase",
+    "FCBatchEnsemble",
     "GetFields",
     "Identity",
     "Lambda",
@@ -69,10 +81,14 @@ __all__ = [
     "ParallelConv2D",
     "ParallelConvTranspose2D",
     "ParallelFC",
+    "ParamConv2D",
+    "ParamFC",
     "Permute",
+    "RandomCrop",
     "Reshape",
     "Scale",
     "ScaleGradient",
     "Sum",
+    "TransformerBlock",
     "Transpose",
 ]
