@@ -296,7 +296,8 @@ class EncodingNetwork(Network):
                 kernel_initializer=kernel_initializer,
             )
             self._conv_layers.append(conv)
-            self._legacy_names[f"_conv_layers.{i}."] = f"_conv_layers.{i}._conv."
+            for leaf in ("weight", "bias"):
+                self._legacy_names[f"_conv_layers.{i}.{leaf}"] = f"_conv_layers.{i}._conv.{leaf}"
             channels = filters
         with torch.no_grad():
             size = nn.Sequential(*self._conv_layers)(torch.zeros(1, *spec.shape)).numel()
@@ -321,7 +322,10 @@ class EncodingNetwork(Network):
         self._legacy_names[f"_fc_layers.{old}.weight"] = f"_fc_layers.{index}._weight"
         self._legacy_names[f"_fc_layers.{old}.bias"] = f"_fc_layers.{index}._bias"
         if use_bn:
-            self._legacy_names[f"_fc_layers.{old + 1}."] = f"_fc_layers.{index}._bn."
+            for leaf in ("weight", "bias", "running_mean", "running_var", "num_batches_tracked"):
+                self._legacy_names[f"_fc_layers.{old + 1}.{leaf}"] = (
+                    f"_fc_layers.{index}._bn.{leaf}"
+                )
         self._fc_layers.append(layer)
         return FCOp(layer)
 
@@ -339,13 +343,17 @@ class EncodingNetwork(Network):
         return wanted
 
     def _rename_legacy_entries(self, state_dict, prefix, *args) -> None:
-        """Load a state_dict saved before the network was built from ``alf.layers``."""
+        """Load a state_dict saved before the network was built from ``alf.layers``: its
+        names (``self._legacy_names``: a whole name, or a prefix ending in a dot) renamed.
+        No current name is an old one, so a current state_dict is left as it is."""
         for key in [k for k in state_dict if k.startswith(prefix)]:
             local = key[len(prefix) :]
-            for old, new in self._legacy_names.items():
-                if local == old or (old.endswith(".") and local.startswith(old)):
-                    state_dict[prefix + new + local[len(old) :]] = state_dict.pop(key)
-                    break
+            new = self._legacy_names.get(local)
+            if new is None and local.startswith("_preprocessors."):
+                head = ".".join(local.split(".")[:2]) + "."
+                new = self._legacy_names.get(head, head) + local[len(head) :]
+            if new is not None:
+                state_dict[prefix + new] = state_dict.pop(key)
 
     # -- forward -----------------------------------------------------------
 

@@ -187,3 +187,24 @@ def test_a_state_dict_saved_before_alf_layers_loads():
     z = torch.relu((F.linear(z, w1) - mean) / torch.sqrt(var + 1e-5) * gamma + beta)
     torch.testing.assert_close(net(x)[0], F.linear(z, w2, b2))
     assert int(net._fc_layers[0]._bn.num_batches_tracked) == 7
+
+
+def test_a_current_state_dict_round_trips_unchanged():
+    spec = {"image": TensorSpec((1, 6, 6)), "speed": TensorSpec((2,))}
+    image = EncodingNetwork(spec["image"], conv_layer_params=((2, 3, 1), (2, 3, 1)))
+    net = EncodingNetwork(
+        spec,
+        input_preprocessors={"image": image, "speed": None},
+        fc_layer_params=(5, 4),
+        use_fc_bn=True,
+        last_layer_size=3,
+    )
+    twin = net.copy()
+    state = net.state_dict()
+    assert "_fc_layers.1._bn.running_mean" in state
+    assert "_input_stage._preprocessors.0._conv_layers.1._conv.weight" in state
+    twin.load_state_dict(state)
+    assert twin.state_dict().keys() == state.keys()
+    inputs = {"image": torch.randn(4, 1, 6, 6), "speed": torch.randn(4, 2)}
+    net.eval(), twin.eval()
+    torch.testing.assert_close(twin(inputs)[0], net(inputs)[0])
