@@ -110,6 +110,8 @@ def variance_scaling_init(
         gain = gain * calculate_gain(nonlinearity)
     std = gain / math.sqrt(max(1.0, size))
     with torch.no_grad():
+        if std == 0.0:  # gain 0 (e.g. ALF's Beta projection): zeros, whatever the distribution
+            return tensor.zero_()
         if distribution == "truncated_normal":
             std = std / _TRUNCATED_NORMAL_STD
             return torch.nn.init.trunc_normal_(tensor, 0.0, std, -2.0 * std, 2.0 * std)

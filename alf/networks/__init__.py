@@ -17,7 +17,14 @@ from alf.networks.latent_actor_networks import (
 )
 from alf.networks.network import Network, NetworkWrapper, wrap_as_network
 from alf.networks.normalizing_flow_networks import RealNVPNetwork
-from alf.networks.projection_networks import CategoricalProjectionNetwork, NormalProjectionNetwork
+from alf.networks.projection_networks import (
+    BetaProjectionNetwork,
+    CategoricalProjectionNetwork,
+    CauchyProjectionNetwork,
+    NormalProjectionNetwork,
+    StableNormalProjectionNetwork,
+    TruncatedProjectionNetwork,
+)
 from alf.networks.q_networks import QNetwork
 from alf.networks.rnn_networks import (
     ActorDistributionRNNNetwork,
@@ -43,6 +50,8 @@ __all__ = [
     "ActorDistributionNetwork",
     "ActorDistributionRNNNetwork",
     "ActorNetwork",
+    "BetaProjectionNetwork",
+    "CauchyProjectionNetwork",
     "CategoricalProjectionNetwork",
     "CriticNetwork",
     "EncodingNetwork",
@@ -52,6 +61,8 @@ __all__ = [
     "Network",
     "NormalProjectionNetwork",
     "QNetwork",
+    "StableNormalProjectionNetwork",
+    "TruncatedProjectionNetwork",
     "ValueNetwork",
     "ValueRNNNetwork",
 ]

@@ -11,6 +11,10 @@ This module adds what torch lacks for RL:
 - ``DiagMultivariateNormal``: independent normals whose ``log_prob`` sums over
   the action dims;
 - ``StableTanh``: a tanh bijector whose inverse is safe at the bounds;
+- from ``alf.utils.distributions`` (re-exported, as ALF's confs name them here):
+  ``Beta``, ``DiagMultivariateBeta``, ``AffineTransformedDistribution``,
+  ``TruncatedNormal``, ``TruncatedCauchy``, ``StableCauchy``, ``DiagMultivariateCauchy``
+  and the ``Softsign`` bijector;
 - ``get_mode``, ``entropy``, ``compute_entropy``, ``compute_log_probability``,
   ``sample_action_distribution``: the same call for any (nest of) distribution;
 - ``DistributionSpec``, ``extract_spec``, ``distributions_to_params`` and
@@ -31,6 +35,47 @@ from torch.distributions import constraints
 import alf
 import alf.nest as nest
 from alf.tensor_specs import TensorSpec
+from alf.utils.distributions import (
+    AffineTransformedDistribution,
+    Beta,
+    DiagMultivariateBeta,
+    DiagMultivariateCauchy,
+    Softsign,
+    StableCauchy,
+    TruncatedCauchy,
+    TruncatedDistribution,
+    TruncatedNormal,
+)
+
+__all__ = [
+    "AffineTransformedDistribution",
+    "Beta",
+    "Categorical",
+    "DiagMultivariateBeta",
+    "DiagMultivariateCauchy",
+    "DiagMultivariateNormal",
+    "DistributionSpec",
+    "ShiftedCategorical",
+    "Softsign",
+    "StableCauchy",
+    "StableTanh",
+    "TruncatedCauchy",
+    "TruncatedDistribution",
+    "TruncatedNormal",
+    "affine_transform",
+    "calc_default_target_entropy",
+    "compute_entropy",
+    "compute_log_probability",
+    "distributions_to_params",
+    "elementwise_transformed",
+    "entropy",
+    "extract_distribution_parameters",
+    "extract_spec",
+    "get_mode",
+    "normal",
+    "params_to_distributions",
+    "sample_action_distribution",
+]
 
 # ----------------------------------------------------------------------------
 # distributions and transforms
@@ -298,16 +343,25 @@ def _transformed_entropy(dist: td.TransformedDistribution) -> torch.Tensor:
 
 
 def entropy(dist: td.Distribution) -> torch.Tensor:
-    """The entropy of ``dist`` (batch-shaped): closed form when torch has one.
+    """The entropy of ``dist`` (batch-shaped): closed form when there is one.
 
-    A TransformedDistribution (e.g. tanh-squashed) has no closed form; it gets the
-    one-sample estimate of ``_transformed_entropy``.
+    An ``AffineTransformedDistribution`` adds ``log|scale|`` to its base's entropy. Another
+    TransformedDistribution (e.g. tanh-squashed) has no closed form; it gets the
+    one-sample estimate of ``_transformed_entropy``. A distribution without ``entropy``
+    (e.g. ``TruncatedCauchy``) gets ``-log_prob`` of one reparameterized sample.
     """
+    if isinstance(dist, AffineTransformedDistribution):
+        return entropy(dist.base_dist) + dist.log_abs_scale()
     if isinstance(dist, td.TransformedDistribution):
         return _transformed_entropy(dist)
     if isinstance(dist, td.Independent):
         return _sum_rightmost(entropy(dist.base_dist), dist.reinterpreted_batch_ndims)
-    return dist.entropy()
+    try:
+        return dist.entropy()
+    except NotImplementedError:
+        if not dist.has_rsample:
+            raise
+        return -dist.log_prob(dist.rsample())
 
 
 def compute_entropy(distributions) -> torch.Tensor:
@@ -375,6 +429,9 @@ def _get_builder(dist: td.Distribution):
     if type(dist) is DiagMultivariateNormal:
         builder = functools.partial(DiagMultivariateNormal, event_ndims=len(dist.event_shape))
         return builder, {"loc": dist.base_dist.loc, "scale": dist.base_dist.scale}
+    builder = _get_bounded_builder(dist)
+    if builder is not None:
+        return builder
     if type(dist) is td.Independent:
         builder, params = _get_builder(dist.base_dist)
         return functools.partial(
@@ -384,6 +441,42 @@ def _get_builder(dist: td.Distribution):
         builder, params = _get_builder(dist.base_dist)
         return functools.partial(_build_transformed, builder, dist.transforms), params
     raise ValueError(f"Unsupported distribution type {type(dist).__name__}")
+
+
+def _build_affine_transformed(base_builder, loc, scale, **params):
+    return AffineTransformedDistribution(base_builder(**params), loc, scale)
+
+
+def _get_bounded_builder(dist: td.Distribution):
+    """``_get_builder`` for the distributions of ``alf.utils.distributions``; None for others."""
+    kind = type(dist)
+    if kind in (TruncatedNormal, TruncatedCauchy):
+        builder = functools.partial(
+            kind, lower_bound=dist.lower_bound, upper_bound=dist.upper_bound
+        )
+        return builder, {"loc": dist.loc, "scale": dist.scale}
+    if kind is Beta:
+        builder = functools.partial(Beta, eps=dist.eps)
+        return builder, {
+            "concentration1": dist.concentration1,
+            "concentration0": dist.concentration0,
+        }
+    if kind is DiagMultivariateBeta:
+        base = dist.base_dist
+        params = {"concentration1": base.concentration1, "concentration0": base.concentration0}
+        return DiagMultivariateBeta, params
+    if kind is StableCauchy:
+        return functools.partial(StableCauchy, validate_args=False), {
+            "loc": dist.loc,
+            "scale": dist.scale,
+        }
+    if kind is DiagMultivariateCauchy:
+        builder = functools.partial(DiagMultivariateCauchy, event_ndims=len(dist.event_shape))
+        return builder, {"loc": dist.loc, "scale": dist.scale}
+    if kind is AffineTransformedDistribution:
+        builder, params = _get_builder(dist.base_dist)
+        return functools.partial(_build_affine_transformed, builder, dist.loc, dist.scale), params
+    return None
 
 
 def extract_distribution_parameters(dist: td.Distribution) -> dict:

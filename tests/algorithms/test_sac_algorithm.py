@@ -26,6 +26,10 @@ from alf.environments import suite_gym
 from alf.environments.utils import create_environment
 from alf.networks.actor_distribution_networks import ActorDistributionNetwork
 from alf.networks.critic_networks import CriticNetwork
+from alf.networks.projection_networks import (
+    BetaProjectionNetwork,
+    StableNormalProjectionNetwork,
+)
 from alf.networks.q_networks import QNetwork
 from alf.optimizers import Adam
 from alf.tensor_specs import BoundedTensorSpec, TensorSpec
@@ -125,14 +129,15 @@ def _env(name, num_envs=4, seed=0, **load_kwargs):
     )
 
 
-def _sac(env, config=None, lr=3e-3, hidden=(32, 32), gamma=0.9, **kwargs):
+def _sac(env, config=None, lr=3e-3, hidden=(32, 32), gamma=0.9, actor_ctor=None, **kwargs):
+    actor_ctor = actor_ctor or functools.partial(SquashedNormalActorNetwork, fc_layer_params=hidden)
     return SacAlgorithm(
         observation_spec=env.observation_spec(),
         action_spec=env.action_spec(),
         reward_spec=env.reward_spec(),
         env=env,
         config=config or _config(),
-        actor_network_ctor=functools.partial(SquashedNormalActorNetwork, fc_layer_params=hidden),
+        actor_network_ctor=actor_ctor,
         critic_network_ctor=functools.partial(CriticNetwork, joint_fc_layer_params=hidden),
         q_network_ctor=functools.partial(QNetwork, fc_layer_params=hidden),
         critic_loss_ctor=functools.partial(OneStepTDLoss, gamma=gamma),
@@ -219,6 +224,39 @@ def test_sac_learns_continuous_counting_env():
     eval_env = _env(CONTINUOUS_COUNTING_ENV, num_envs=2, seed=7)
     try:
         alg = _train(_sac(env), 100)
+        assert evaluate(alg, eval_env) > 0.9 * CONTINUOUS_OPTIMUM  # random: 10
+    finally:
+        env.close()
+        eval_env.close()
+
+
+_ALF_PROJECTIONS = {
+    # the form of ALF's SAC confs (sac_carla_conf, bc_pendulum_conf)
+    "stable_normal": functools.partial(
+        StableNormalProjectionNetwork,
+        state_dependent_std=True,
+        squash_mean=False,
+        scale_distribution=True,
+        min_std=1e-3,
+        max_std=10.0,
+    ),
+    "beta": functools.partial(BetaProjectionNetwork, min_concentration=1.0),  # sac_safety_gym
+}
+
+
+@pytest.mark.parametrize("projection", sorted(_ALF_PROJECTIONS))
+def test_sac_learns_continuous_counting_env_with_alf_projections(projection):
+    """As above, with ``ActorDistributionNetwork`` and one of ALF's projection networks."""
+    seeding.set_random_seed(0)
+    env = _env(CONTINUOUS_COUNTING_ENV, seed=0)
+    eval_env = _env(CONTINUOUS_COUNTING_ENV, num_envs=2, seed=7)
+    actor = functools.partial(
+        ActorDistributionNetwork,
+        fc_layer_params=(32, 32),
+        continuous_projection_net_ctor=_ALF_PROJECTIONS[projection],
+    )
+    try:
+        alg = _train(_sac(env, actor_ctor=actor), 100)
         assert evaluate(alg, eval_env) > 0.9 * CONTINUOUS_OPTIMUM  # random: 10
     finally:
         env.close()
