@@ -52,7 +52,6 @@ REFUSED = {
     "unroll_queue_size": (200, "alf has no asynchronous unroll"),
     "unroll_step_interval": (0, "alf has no asynchronous unroll"),
     "unroll_parameter_update_period": (10, "alf has no asynchronous unroll"),
-    "enable_amp": (False, "alf has no mixed-precision training"),
     "offline_buffer_dir": (None, "alf has no offline (hybrid) RL"),
     "offline_buffer_length": (None, "alf has no offline (hybrid) RL"),
     "rl_train_after_update_steps": (0, "alf has no offline (hybrid) RL"),

@@ -23,6 +23,7 @@ from alf.parallel import collectives
 from alf.tensor_specs import zeros_from_spec
 from alf.utils.finite import NonFiniteError
 from alf.utils.math_ops import masked_mean
+from alf.utils.mixed_precision import GRAD_SCALER_KEY, MixedPrecision
 from alf.utils.torch_utils import reset_state_if_necessary  # noqa: F401 (its old home)
 
 _OPTIMIZER_KEY = "_optimizers"
@@ -68,6 +69,9 @@ class Algorithm(nn.Module):
         self.max_non_finite_updates_in_a_row = 10
         self.non_finite_updates_skipped = 0
         self._non_finite_in_a_row = 0
+        self.scaler_updates_skipped = 0
+        self._mixed_precision: MixedPrecision | None = None
+        self._grad_scaler: torch.amp.GradScaler | None = None
 
     @property
     def name(self) -> str:
@@ -146,6 +150,19 @@ class Algorithm(nn.Module):
             ]
         return self._optimizers
 
+    # -- mixed precision -----------------------------------------------------
+
+    @property
+    def mixed_precision(self) -> MixedPrecision | None:
+        """The autocast setting of the training updates (None: float32 throughout)."""
+        return self._mixed_precision
+
+    def set_mixed_precision(self, mixed_precision: MixedPrecision | None) -> None:
+        """Train with ``mixed_precision`` (``TrainerConfig.enable_amp``; None: float32):
+        ``update_with_gradient`` steps through its grad scaler when it has one."""
+        self._mixed_precision = mixed_precision
+        self._grad_scaler = None if mixed_precision is None else mixed_precision.scaler
+
     # -- updates ---------------------------------------------------------------
 
     def update_with_gradient(
@@ -172,7 +189,16 @@ class Algorithm(nn.Module):
             ``loss_info`` with ``loss`` reduced to a detached scalar. The global
             gradient norm of each optimizer (before clipping) is in
             ``self.last_grad_norms``: for optimizers that clip, and for all while
-            summaries are recorded (computing it costs three kernels per optimizer).
+            summaries are recorded or a grad scaler is used (computing it costs three
+            kernels per optimizer).
+
+        With a grad scaler (``set_mixed_precision``, float16) the loss is scaled before
+        ``backward`` and the gradients unscaled right after (and after the averaging of
+        several ranks), so clipping and the norms see true units; the optimizers step
+        through the scaler, whose scale then grows or backs off. A non-finite update is
+        then the scaler's to skip (``_scaler_backs_off``: ``scaler_updates_skipped``,
+        summarized as ``loss/scaler_updates_skipped``) and is counted below only when the
+        scale cannot help.
 
         Raises:
             NonFiniteError: ``max_non_finite_updates_in_a_row`` updates in a row were
@@ -186,7 +212,11 @@ class Algorithm(nn.Module):
         optimizers = self.optimizers()
         for _, optimizer, _ in optimizers:
             optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        scaler = self._grad_scaler
+        if scaler is None:
+            loss.backward()
+        else:
+            scaler.scale(loss).backward()
         checked = loss.detach().double()
         if collectives.is_active():  # several learner ranks: the same gradient on each
             params = [p for _, _, group in optimizers for p in group]
@@ -194,11 +224,15 @@ class Algorithm(nn.Module):
             checked = torch.tensor(
                 collectives.average_gradients(params, count, loss), dtype=torch.float64
             )
+        if scaler is not None:  # true units from here on: clipping, norms, the step
+            for _, optimizer, _ in optimizers:
+                scaler.unscale_(optimizer)
+        # (with a scaler the norms tell whether the scaled gradients overflowed)
+        every_norm = scaler is not None or alf.summary.should_record_summaries()
         grad_norms = {}
-        summarize = alf.summary.should_record_summaries()
         for i, (spec, optimizer, params) in enumerate(optimizers):
             spec.update_lr(optimizer)
-            if spec.gradient_clipping is not None or summarize:  # else the norm is unused
+            if spec.gradient_clipping is not None or every_norm:  # else the norm is unused
                 name = spec.name if spec.name not in grad_norms else f"{spec.name}_{i}"
                 grad_norms[name] = spec.clip_gradients(params)
                 # (with several ranks only rank 0 summarizes: the decision below uses the
@@ -210,11 +244,37 @@ class Algorithm(nn.Module):
         # of them are (float32 values cannot overflow it).
         if math.isfinite(float(checked)):
             self._non_finite_in_a_row = 0
-            for _, optimizer, _ in optimizers:
-                optimizer.step()
-        else:
+            if scaler is None:
+                for _, optimizer, _ in optimizers:
+                    optimizer.step()
+            else:
+                for _, optimizer, _ in optimizers:
+                    scaler.step(optimizer)
+                scaler.update()
+        elif scaler is None or self._scaler_backs_off(scaler):
             self._skip_non_finite_update(loss, grad_norms)
         return loss_info._replace(loss=loss.detach())
+
+    def _scaler_backs_off(self, scaler: torch.amp.GradScaler) -> bool:
+        """A non-finite update with a grad scaler: skipped, and the scale halved when the
+        (unscaled) gradients were not finite, which in a float16 backward may be only
+        because they were scaled. Returns whether the update is to be counted as
+        non-finite too: when the scale did not back off (the gradients were finite: the
+        loss itself was not) or was already below 1 (a smaller scale is no remedy). The
+        scale and the gradients are the same on every learner rank: they decide alike."""
+        scale = scaler.get_scale()
+        for _, optimizer, _ in self.optimizers():
+            optimizer.zero_grad(set_to_none=True)
+        scaler.update()
+        new_scale = scaler.get_scale()
+        if new_scale >= scale or scale < 1.0:
+            return True
+        self.scaler_updates_skipped += 1
+        alf.summary.scalar("loss/scaler_updates_skipped", self.scaler_updates_skipped)
+        logging.info(
+            "%s: update skipped by the grad scaler (scale %g, now %g)", self.name, scale, new_scale
+        )
+        return False
 
     def _skip_non_finite_update(self, loss: torch.Tensor, grad_norms: dict) -> None:
         """Count, log and summarize a skipped update; raise after too many in a row."""
@@ -237,17 +297,23 @@ class Algorithm(nn.Module):
     # -- checkpointing ---------------------------------------------------------
 
     def state_dict(self, *args, **kwargs):
-        """Module state plus optimizer states under ``'_optimizers.<i>'``."""
+        """Module state plus optimizer states under ``'_optimizers.<i>'`` and the grad
+        scaler's state (mixed precision in float16) under ``'_grad_scaler'``."""
         state = super().state_dict(*args, **kwargs)
         prefix = kwargs.get("prefix", "")
         if not prefix and not args:
             for i, (_, optimizer, _) in enumerate(self.optimizers()):
                 state[f"{_OPTIMIZER_KEY}.{i}"] = optimizer.state_dict()
+            if self._grad_scaler is not None:
+                state[GRAD_SCALER_KEY] = self._grad_scaler.state_dict()
         return state
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
-        """Load module and optimizer states written by ``state_dict``."""
+        """Load module and optimizer states written by ``state_dict``. A grad scaler's
+        state is loaded when this algorithm has one (else it is ignored: a run resumed
+        without float16 needs none); one has a fresh scaler when the state has none."""
         state_dict = dict(state_dict)
+        scaler_state = state_dict.pop(GRAD_SCALER_KEY, None)
         opt_states = {
             k: state_dict.pop(k) for k in list(state_dict) if k.startswith(_OPTIMIZER_KEY + ".")
         }
@@ -262,6 +328,8 @@ class Algorithm(nn.Module):
             key = f"{_OPTIMIZER_KEY}.{i}"
             if key in opt_states:
                 optimizer.load_state_dict(opt_states[key])
+        if scaler_state is not None and self._grad_scaler is not None:
+            self._grad_scaler.load_state_dict(scaler_state)
         return result
 
 

@@ -21,6 +21,8 @@ from alf.configuration.registry import CLASS_ENTRIES
 
 #: ``torch.set_float32_matmul_precision``'s values
 MATMUL_PRECISIONS = ("highest", "high", "medium")
+#: ``TrainerConfig.amp_dtype``'s values (None: float16 on CUDA, bfloat16 on the CPU)
+AMP_DTYPES = ("bfloat16", "float16")
 
 
 @alf.configurable
@@ -137,10 +139,27 @@ class TrainerConfig:
             CUDA): on such a Xeon a 256x256 product ran 3.6x faster, SAC's update on
             Pendulum 1.3x. It changes the numbers a run computes, so a seed's curve
             differs from that of ``'highest'``.
+        enable_amp: mixed-precision training (``alf.utils.mixed_precision``): the
+            forward passes and the loss of each training update (``train_step`` and
+            ``calc_loss``) run under ``torch.autocast``, so matrix products and
+            convolutions compute in ``amp_dtype`` while parameters, gradients and
+            optimizer state stay float32; the loss is taken back to float32 before its
+            masked mean and ``backward``. Rollouts, evaluation and target computations
+            outside ``train_step`` stay float32. With float16 a ``torch.amp.GradScaler``
+            scales the loss (gradients are unscaled before clipping and the gradient-norm
+            summaries, so both are in true units) and skips the updates whose gradients
+            overflow, halving its scale; its state is in the checkpoints. A run's numbers
+            differ from the float32 run's. On a CPU without bfloat16 arithmetic (before
+            Intel Sapphire Rapids) the products are converted and usually slower.
+        amp_dtype: the autocast dtype with ``enable_amp``: ``'bfloat16'`` or
+            ``'float16'``; None (the default): float16 on CUDA, bfloat16 on the CPU.
+            Ignored without ``enable_amp``.
         max_non_finite_updates_in_a_row: an update whose loss or gradient norm is
             NaN or inf is skipped (no optimizer step; counted in the summary
             ``loss/non_finite_updates_skipped`` and logged); this many skipped in a
-            row stop the run with an error (the weights have diverged).
+            row stop the run with an error (the weights have diverged). With
+            ``enable_amp`` in float16, an update the grad scaler skips counts only once
+            its scale has fallen below 1 (before that, a smaller scale may fix it).
         device: ``'cpu'``, ``'cuda'`` or None (cuda when available). The one place
             the training device is chosen.
         init_from: start a new run from the weights of another run: that
@@ -205,6 +224,8 @@ class TrainerConfig:
     flush_denormal: Flag = True
     keep_freed_memory: Flag = True
     matmul_precision: str = "highest"
+    enable_amp: Flag = False
+    amp_dtype: str | None = None
     max_non_finite_updates_in_a_row: Count = 10
     device: str | None = None
     init_from: str | None = None
@@ -220,7 +241,6 @@ class TrainerConfig:
     confirm_checkpoint_upon_crash: Any = None
     ddp_paras_check_interval: Any = None
     empty_cache: Any = None
-    enable_amp: Any = None
     eval_uncertainty: Any = None
     mask_out_loss_for_last_step: Any = None
     max_unroll_length: Any = None
@@ -267,6 +287,11 @@ class TrainerConfig:
             raise ValueError(
                 f"TrainerConfig.matmul_precision must be one of {MATMUL_PRECISIONS}, "
                 f"got {self.matmul_precision!r}"
+            )
+        if self.amp_dtype is not None and self.amp_dtype not in AMP_DTYPES:
+            raise ValueError(
+                f"TrainerConfig.amp_dtype must be one of {AMP_DTYPES} (or None: float16 on "
+                f"CUDA, bfloat16 on the CPU), got {self.amp_dtype!r}"
             )
 
     def _check_types(self):

@@ -25,7 +25,8 @@ from alf.learners.learner import Learner, sample_weights
 from alf.learners.unroller import AlgorithmPolicy, Unroller
 from alf.metrics import EpisodeMetrics
 from alf.tensor_specs import TensorSpec
-from alf.utils.device import to_device
+from alf.utils import mixed_precision
+from alf.utils.device import get_device, to_device
 from alf.utils.torch_utils import reset_state_if_necessary
 
 
@@ -81,6 +82,7 @@ class RLAlgorithm(Algorithm):
         self._config = config
         if config is not None:
             self.max_non_finite_updates_in_a_row = config.max_non_finite_updates_in_a_row
+            self.set_mixed_precision(mixed_precision.from_config(config, get_device()))
         self._data_transformer: DataTransformer = IdentityDataTransformer(observation_spec)
         self._unroller = Unroller(AlgorithmPolicy(self), env) if env is not None else None
         has_learner = config is not None and self.learner_class is not None
@@ -334,6 +336,10 @@ class RLAlgorithm(Algorithm):
         sequences. ``train_steps`` gets the experience without its ``batch_info``
         (whose leaves are ``[B]``); ``after_update`` gets it whole.
 
+        With mixed precision (``TrainerConfig.enable_amp``) ``train_steps`` and
+        ``calc_loss`` run under autocast and their loss is taken back to float32
+        (``alf.utils.mixed_precision``); every learner's updates come through here.
+
         Args:
             experience: time-major ``[T, B]`` experience on the training device.
             valid_masks: ``[T, B]`` extra mask (e.g. the bootstrap row or padding);
@@ -341,9 +347,12 @@ class RLAlgorithm(Algorithm):
         """
         weights = sample_weights(experience)
         extra_args = {} if weights is None else {"sample_weights": weights}
+        amp = self._mixed_precision
         with torch.enable_grad():
-            info = self.train_steps(experience._replace(batch_info=()))
-            loss_info = self.calc_loss(info)
+            if amp is None:
+                info, loss_info = self._train_and_calc_loss(experience)
+            else:  # under autocast; the loss back in float32
+                info, loss_info = amp.forward(self._train_and_calc_loss, experience)
             mask = experience.time_step.step_type != StepType.LAST
             if valid_masks is not None:
                 mask = mask & valid_masks
@@ -352,6 +361,11 @@ class RLAlgorithm(Algorithm):
         self._summarize_loss(loss_info)
         self._update_priority(experience.batch_info, loss_info.priority)
         return loss_info
+
+    def _train_and_calc_loss(self, experience: Experience):
+        """``(info, loss_info)``: ``train_steps`` (without ``batch_info``), ``calc_loss``."""
+        info = self.train_steps(experience._replace(batch_info=()))
+        return info, self.calc_loss(info)
 
     def _update_priority(self, batch_info, priority) -> None:
         """Send ``priority`` ``[B]`` to the replay buffer for the sequences of ``batch_info``."""

@@ -98,6 +98,8 @@ class PolicyTrainer:
         if self._samplers is not None:
             self._samplers.attach(self._algorithm)
         check_optimizers(self._algorithm)
+        if self._algorithm.mixed_precision is not None:  # TrainerConfig.enable_amp
+            logging.info("Training updates in mixed precision: %s", self._algorithm.mixed_precision)
         self._checkpoints = RunCheckpoints(self._root_dir, config, self._algorithm, run)
         self._resume_state = self._checkpoints.load_resume_state()
         self._evaluator = self._evaluation = None

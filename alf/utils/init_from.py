@@ -24,6 +24,7 @@ import os
 import torch
 
 from alf.utils.checkpoint_utils import Checkpointer, CheckpointError, safe_load
+from alf.utils.mixed_precision import GRAD_SCALER_KEY
 
 OPTIMIZER_PREFIX = "_optimizers."
 """Keys of optimizer states in ``Algorithm.state_dict()`` (never taken)."""
@@ -96,6 +97,7 @@ def _selected(state: dict, with_data_transformer: bool) -> dict:
         k: v
         for k, v in state.items()
         if not k.startswith(OPTIMIZER_PREFIX)
+        and k != GRAD_SCALER_KEY
         and (with_data_transformer or not k.startswith(DATA_TRANSFORMER_PREFIX))
     }
 
