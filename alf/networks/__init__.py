@@ -11,6 +11,7 @@ from alf.networks.cells import GRUCell, LSTMCell
 from alf.networks.containers import Branch, Echo, Parallel, Residue, Sequential
 from alf.networks.critic_networks import CriticNetwork
 from alf.networks.encoding_networks import EncodingNetwork, NestConcat
+from alf.networks.image_networks import ImageDecodingNetwork, ImageEncodingNetwork
 from alf.networks.latent_actor_networks import (
     LatentActorDistributionNetwork,
     UnitNormalActorDistributionNetwork,
@@ -55,6 +56,8 @@ __all__ = [
     "CategoricalProjectionNetwork",
     "CriticNetwork",
     "EncodingNetwork",
+    "ImageDecodingNetwork",
+    "ImageEncodingNetwork",
     "GRUEncodingNetwork",
     "LSTMEncodingNetwork",
     "NestConcat",

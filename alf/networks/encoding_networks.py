@@ -19,6 +19,10 @@ import alf.nest as nest
 from alf.configuration.argtypes import Count
 from alf.layers import FC, Conv2D, Reshape
 from alf.nest.utils import NestConcat
+from alf.networks.containers import Sequential
+
+# ALF's import path of the image networks (built on the containers)
+from alf.networks.image_networks import ImageDecodingNetwork, ImageEncodingNetwork  # noqa: F401
 from alf.networks.network import FCOp, Network
 from alf.tensor_specs import TensorSpec, zeros_from_spec
 from alf.utils import math_ops
@@ -378,8 +382,6 @@ class EncodingNetwork(Network):
     def make_parallel(self, n: int) -> Network:
         """``n`` independent copies (initialized anew) as one network: ``[B, ...]`` or
         ``[B, n, ...]`` inputs → ``[B, n, *output_shape]``."""
-        from alf.networks.containers import Sequential
-
         members = [] if self._input_stage is None else [self._input_stage]
         members += [*self._conv_layers]
         if self._conv_layers:

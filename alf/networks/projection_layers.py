@@ -24,11 +24,12 @@ from alf.initializers import variance_scaling_init
 from alf.layers.dense import ParallelFC
 from alf.networks.network import LinearOp
 from alf.tensor_specs import BoundedTensorSpec
-from alf.utils import math_ops
+from alf.utils import math_ops, mixed_precision
 
 
 class OutputHead:
-    """``activation(layer(x))``, with ``layer`` an ``nn.Module`` the owning network registers.
+    """``activation(layer(x))``, with ``layer`` an ``nn.Module`` the owning network registers;
+    in float32 during a mixed-precision update (``mixed_precision.autocast_device``).
 
     Args:
         layer: the layer.
@@ -43,6 +44,13 @@ class OutputHead:
         self._activation = activation
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        device = mixed_precision.autocast_device()
+        if device is not None:  # a mixed-precision update: this layer in float32
+            with torch.autocast(device, enabled=False):
+                return self._forward(x.float())
+        return self._forward(x)
+
+    def _forward(self, x: torch.Tensor) -> torch.Tensor:
         y = self._call(x)
         return y if self._activation is None else self._activation(y)
 

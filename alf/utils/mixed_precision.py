@@ -27,6 +27,16 @@ GRAD_SCALER_KEY = "_grad_scaler"
 
 _DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16}
 
+#: the device type of the update running under autocast now; None outside one
+_autocast_device: str | None = None
+
+
+def autocast_device() -> str | None:
+    """The device type while ``MixedPrecision.forward`` runs (None otherwise): the output
+    layers of the projection networks then compute in float32, since logits and log
+    probabilities from bfloat16 products are too coarse for e.g. PPO's importance ratios."""
+    return _autocast_device
+
 
 class MixedPrecision:
     """Autocast to ``dtype`` on ``device_type``, with a grad scaler for float16.
@@ -62,8 +72,13 @@ class MixedPrecision:
         """``fn(*args) -> (info, loss_info)`` under autocast, with the loss, the scalar loss
         and the priority of ``loss_info`` taken back to float32 (outside autocast): the
         masked mean, the scaling and ``backward`` then start from float32."""
-        with self.autocast():
-            info, loss_info = fn(*args)
+        global _autocast_device
+        outer, _autocast_device = _autocast_device, self.device_type
+        try:
+            with self.autocast():
+                info, loss_info = fn(*args)
+        finally:
+            _autocast_device = outer
         return info, to_float32(loss_info)
 
 

@@ -32,6 +32,7 @@ from alf.algorithms.config import TrainerConfig
 from alf.algorithms.ppo_algorithm import PPOAlgorithm
 from alf.algorithms.ppo_loss import PPOLoss
 from alf.data_structures import LossInfo
+from alf.layers import FC
 from alf.optimizers import SGD, Adam
 from alf.utils import init_from, seeding
 from alf.utils.finite import NonFiniteError
@@ -79,27 +80,32 @@ def _train(seed: int, num_iterations: int, **config):
 
 
 class _LinearRecorder:
-    """Forward hooks on every ``nn.Linear`` of a module: what each call computed."""
+    """Forward hooks on every linear layer of a module (``alf.layers.FC`` of the encoders,
+    ``nn.Linear`` of the projection heads): what each call computed."""
 
     def __init__(self, module: torch.nn.Module):
-        self.calls = []  # (with grad: an update, output dtype, autocast on, matches bf16)
+        # (with grad: an update, output dtype, autocast on, matches bf16, is a head)
+        self.calls = []
         self._handles = [
             m.register_forward_hook(self._hook)
             for m in module.modules()
-            if isinstance(m, torch.nn.Linear)
+            if isinstance(m, (torch.nn.Linear, FC))
         ]
 
     def _hook(self, module, inputs, output):
         (x,) = inputs
+        head = isinstance(module, torch.nn.Linear)
+        activation = (lambda y: y) if head else module._activation
         with torch.autocast("cpu", enabled=False):
             bias = None if module.bias is None else module.bias.bfloat16()
-            by_hand = F.linear(x.bfloat16(), module.weight.bfloat16(), bias)
+            by_hand = activation(F.linear(x.bfloat16(), module.weight.bfloat16(), bias))
         self.calls.append(
             (
                 torch.is_grad_enabled(),
                 output.dtype,
                 torch.is_autocast_enabled("cpu"),
                 output.dtype == torch.bfloat16 and torch.equal(output, by_hand),
+                head,
             )
         )
 
@@ -142,15 +148,20 @@ def test_cpu_amp_multiplies_in_bfloat16_in_updates_only_and_keeps_float32_state(
     finally:
         recorder.close()
         env.close()
-    in_updates = [c for c in recorder.calls if c[0]]
+    in_updates = [c for c in recorder.calls if c[0] and not c[4]]
+    heads_in_updates = [c for c in recorder.calls if c[0] and c[4]]
     in_rollout = [c for c in recorder.calls if not c[0]]
-    assert in_updates and in_rollout
-    # every product of an update is the bfloat16 one, bit for bit
+    assert in_updates and heads_in_updates and in_rollout
+    # every hidden product of an update is the bfloat16 one, bit for bit
     assert all(
         dtype == torch.bfloat16 and autocast and by_hand
-        for _, dtype, autocast, by_hand in in_updates
+        for _, dtype, autocast, by_hand, _ in in_updates
     )
-    assert all(dtype == torch.float32 and not autocast for _, dtype, autocast, _ in in_rollout)
+    # the projection heads (logits, means) compute in float32
+    assert all(
+        dtype == torch.float32 and not autocast for _, dtype, autocast, *_ in heads_in_updates
+    )
+    assert all(dtype == torch.float32 and not autocast for _, dtype, autocast, *_ in in_rollout)
     # 4 epochs of 2 minibatches (40 steps, 20 a minibatch), each loss back in float32
     assert updates == [(torch.float32, False)] * 8
     assert _float_state_dtypes(alg) == {torch.float32}
@@ -168,7 +179,7 @@ def test_without_amp_nothing_changes_and_with_it_the_parameters_differ():
     finally:
         recorder.close()
         env.close()
-    assert {(dtype, autocast) for _, dtype, autocast, _ in recorder.calls} == {
+    assert {(dtype, autocast) for _, dtype, autocast, *_ in recorder.calls} == {
         (torch.float32, False)
     }
     assert set(updates) == {(torch.float32, False)}
@@ -391,7 +402,7 @@ def test_cuda_amp_updates_in_the_chosen_dtype(tmp_path, amp_dtype, dtype, scaled
         trainer = make_trainer(tmp_path / "run", *params)
         alg, outputs = trainer.algorithm, []
         for m in alg.modules():
-            if isinstance(m, torch.nn.Linear):
+            if isinstance(m, FC):  # the hidden layers (the projection heads run in float32)
                 m.register_forward_hook(
                     lambda m, i, o: outputs.append(
                         (torch.is_grad_enabled(), o.device.type, o.dtype)
