@@ -82,7 +82,11 @@ class _ConvBase(nn.Module):
                 norm.reset_parameters()
 
     def _reset_bias(self, bias, weight) -> None:
-        value = self._args["bias_init_value"]
+        value, initializer = self._args["bias_init_value"], self._args.get("bias_initializer")
+        if initializer is not None:
+            for replica in bias.view(self._n, -1):
+                initializer(replica)
+            return
         if self.transposed or value != 0:
             nn.init.constant_(bias, value)
             return
@@ -138,6 +142,7 @@ class Conv2D(_ConvBase):
         bias_init_value: the bias's initial value (0: torch's uniform one).
         use_torch_init: ``torch.nn.Conv2d``'s weight initialization where no initializer
             is given.
+        bias_initializer: ``init(bias)`` of each replica, over ``bias_init_value``.
     """
 
     _parallel = False
@@ -159,6 +164,7 @@ class Conv2D(_ConvBase):
         kernel_init_gain: float = 1.0,
         bias_init_value: float = 0.0,
         use_torch_init: bool = False,
+        bias_initializer: Callable | None = None,
     ):
         super().__init__()
         args = _conv_args(locals())
@@ -200,6 +206,7 @@ class ParallelConv2D(_ConvBase):
         kernel_init_gain: float = 1.0,
         bias_init_value: float = 0.0,
         use_torch_init: bool = False,
+        bias_initializer: Callable | None = None,
     ):
         super().__init__()
         args = _conv_args(locals())

@@ -127,8 +127,8 @@ class EncodingNetwork(Network):
     4. With ``output_tensor_spec``, the output is reshaped to ``[B, *its shape]``.
 
     Non-float inputs are cast to float32. Weights default to ``variance_scaling_init``
-    with the gain of the following activation, FC biases to 0, convolution biases to
-    torch's uniform initialization (as ``alf.layers``).
+    with the gain of the following activation, biases to 0 (ALF's starts convolution biases
+    as torch does, uniform in ±1/sqrt(fan_in)).
 
     ``make_parallel(n)`` gives ``n`` independent copies computed at once (``ParallelFC``,
     ``ParallelConv2D``); preprocessors with parameters run replica by replica.
@@ -298,6 +298,7 @@ class EncodingNetwork(Network):
                 strides=strides,
                 padding=padding,
                 kernel_initializer=kernel_initializer,
+                bias_initializer=nn.init.zeros_,
             )
             self._conv_layers.append(conv)
             for leaf in ("weight", "bias"):

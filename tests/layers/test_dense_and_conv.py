@@ -190,3 +190,12 @@ def test_layers_are_configurable_by_alf_names():
             L.ParallelFC(2, 3, 2).make_parallel(2)
     finally:
         alf.reset_configs()
+
+
+def test_conv_bias_initializer_initializes_each_replica():
+    from alf.layers import Conv2D
+
+    conv = Conv2D(2, 3, 3, bias_initializer=torch.nn.init.ones_)
+    assert torch.equal(conv.bias, torch.ones(3))
+    parallel = conv.make_parallel(2)
+    assert torch.equal(parallel.bias, torch.ones(2, 3))

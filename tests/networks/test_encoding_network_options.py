@@ -208,3 +208,11 @@ def test_a_current_state_dict_round_trips_unchanged():
     inputs = {"image": torch.randn(4, 1, 6, 6), "speed": torch.randn(4, 2)}
     net.eval(), twin.eval()
     torch.testing.assert_close(twin(inputs)[0], net(inputs)[0])
+
+
+def test_convolution_biases_start_at_zero():
+    net = EncodingNetwork(TensorSpec((1, 5, 5)), conv_layer_params=((2, 3, 1),))
+    assert torch.equal(net._conv_layers[0].bias, torch.zeros(2))
+    pnet = net.make_parallel(2)
+    (conv,) = [m for m in pnet.modules() if isinstance(m, ParallelConv2D)]
+    assert torch.equal(conv.bias, torch.zeros(2, 2))
