@@ -55,6 +55,8 @@ class ActorCriticInfo(NamedTuple):
     advantages: object = ()
     returns: object = ()
     mirror: object = ()  # MirrorInfo when the loss has a mirror (mirror_loss.py), else ()
+    # predict_step's info: the policy's distribution (e.g. for ``alf.summary.render``)
+    action_distribution: object = ()
 
 
 @alf.configurable
@@ -211,7 +213,11 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
                 action,
                 sample,
             )
-        return AlgStep(output=action, state=ActorCriticState(actor=actor_state))
+        return AlgStep(
+            output=action,
+            state=ActorCriticState(actor=actor_state),
+            info=ActorCriticInfo(action_distribution=dist),
+        )
 
     def rollout_step(self, inputs: TimeStep, state) -> AlgStep:
         """Sample an action; keep its log-probability and the state value."""

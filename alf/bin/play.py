@@ -15,6 +15,10 @@ a line of its own, then their means.
   headless ``dummy`` drivers in this process unless ``SDL_VIDEODRIVER`` /
   ``SDL_AUDIODRIVER`` are set). ``.mp4`` needs ``imageio`` and its
   ffmpeg plugin (``pip install imageio imageio-ffmpeg``); ``.gif`` needs only pillow.
+  Rendering (``alf.summary.render``) is on while recording: the ``render.Image`` objects
+  anywhere in the ``info`` of the algorithm's ``predict_step`` are drawn in a grid to the
+  right of the env frame of their step, scaled to the frame's height (the first step's
+  grid sets the width of every frame). Without images the frames are the env's alone.
 * ``--use_alf_snapshot``: run with the copy of the ``alf`` package stored in
   ``root_dir/alf`` at training time instead of the installed one (the code that
   produced the checkpoint), in a fresh Python process; a log line names the snapshot.
@@ -254,9 +258,74 @@ def play_episodes(algorithm, env, num_episodes: int, on_frame=None, on_episode=N
             on_frame(env.render("rgb_array"))
         report(time_step)
 
-    unroller = Unroller(AlgorithmPolicy(algorithm, "predict"), env, EpisodeMetrics(1))
+    policy = AlgorithmPolicy(algorithm, "predict")
+    if on_frame is not None:
+        frames = _FramesWithImages(on_frame)
+        on_frame = frames.add_frame
+        predict = policy.step
+
+        def step(*args, **kwargs):
+            alg_step = predict(*args, **kwargs)
+            frames.add_info(alg_step.info)
+            return alg_step
+
+        policy.step = step
+    unroller = Unroller(policy, env, EpisodeMetrics(1))
     unroller.run_episodes(num_episodes, observe=observe)
+    if on_frame is not None:
+        frames.flush()
     return report.episodes
+
+
+class _FramesWithImages:
+    """Hands each env frame to ``on_frame`` with the ``render.Image`` objects of the
+    ``info`` of its step's policy step beside it (a frame waits for that step; the
+    last one, not acted on, gets an empty panel).
+
+    Args:
+        on_frame: called with each ``[H, W, 3]`` uint8 frame.
+    """
+
+    def __init__(self, on_frame):
+        self._on_frame = on_frame
+        self._frame = None
+        self._info = None
+        self._panel_size = None  # (height, width) of the image panel, set by the first
+
+    def add_frame(self, frame) -> None:
+        self.flush()
+        self._frame = frame
+
+    def add_info(self, info) -> None:
+        self._info = info
+
+    def flush(self) -> None:
+        if self._frame is not None:
+            self._on_frame(self._compose(self._frame, self._info))
+        self._frame = self._info = None
+
+    def _compose(self, frame, info):
+        import numpy as np
+
+        from alf.summary.render import Image
+
+        panel = Image.pack_image_nest(info) if info is not None else None
+        if panel is None and self._panel_size is None:
+            return frame
+        height = frame.shape[0]
+        if self._panel_size is None:
+            width = max(1, round(panel.shape[1] * height / panel.shape[0]))
+            self._panel_size = (height, width)
+        box = np.full((*self._panel_size, 3), 255, dtype=np.uint8)
+        if panel is not None:
+            h, w = self._panel_size
+            scale = min(h / panel.shape[0], w / panel.shape[1])
+            fitted = panel.resize(
+                height=max(1, int(panel.shape[0] * scale)),
+                width=max(1, int(panel.shape[1] * scale)),
+            ).data
+            box[: fitted.shape[0], : fitted.shape[1]] = fitted
+        return Image.stack_images([Image(np.asarray(frame, dtype=np.uint8)), Image(box)]).data
 
 
 class _EpisodeReport:
@@ -456,17 +525,20 @@ def _setup(root_dir: str):
 
 
 def _play_and_report(env, algorithm) -> None:
+    from alf.summary import render
+
     recorder, done = None, False
     try:
         if FLAGS.record_file:
             recorder = VideoWriter(FLAGS.record_file, FLAGS.fps)
-        episodes = play_episodes(
-            algorithm,
-            env,
-            FLAGS.num_episodes,
-            on_frame=recorder.append if recorder else None,
-            on_episode=_print_episode,
-        )
+        with render.rendering(recorder is not None):
+            episodes = play_episodes(
+                algorithm,
+                env,
+                FLAGS.num_episodes,
+                on_frame=recorder.append if recorder else None,
+                on_episode=_print_episode,
+            )
         done = True
     finally:
         if recorder is not None:
@@ -497,6 +569,9 @@ def main(argv) -> int:
     except KeyboardInterrupt:
         print("alf.bin.play: interrupted", file=sys.stderr)
         return 130
+    except ImportError as e:  # e.g. matplotlib, needed once the algorithm renders images
+        report_error("alf.bin.play", e, FLAGS.verbose)
+        return 2
     return 0
 
 

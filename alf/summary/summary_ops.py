@@ -7,6 +7,29 @@ import contextlib
 import torch
 
 _state = {"writer": None, "enabled": True, "record": False, "step": 0, "pending": None}
+_scopes = []  # the names of the open ``scope`` blocks, outermost first
+
+
+@contextlib.contextmanager
+def scope(name: str):
+    """Prefix the names of the summaries (and renderings) written inside the block
+    with ``name + '/'``; blocks nest (``scope('a')`` in ``scope('b')``: ``'b/a/'``)."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"alf.summary.scope needs a non-empty string name, got {name!r}")
+    _scopes.append(name)
+    try:
+        yield
+    finally:
+        _scopes.pop()
+
+
+def scope_name() -> str:
+    """The prefix of the open ``scope`` blocks (``'a/b/'``; ``''`` outside any)."""
+    return "".join(s + "/" for s in _scopes)
+
+
+def _scoped(name: str) -> str:
+    return scope_name() + name if _scopes else name
 
 
 def set_default_writer(writer) -> None:
@@ -58,6 +81,7 @@ def scalar(name: str, value, step: int | None = None) -> None:
     """
     if not should_record_summaries():
         return
+    name = _scoped(name)
     step = _state["step"] if step is None else step
     pending = _state["pending"]
     if pending is None:
@@ -117,13 +141,14 @@ def histogram(name: str, values, step: int | None = None) -> None:
     if should_record_summaries():
         if isinstance(values, torch.Tensor):
             values = values.detach().float().cpu()
-        _state["writer"].add_histogram(name, values, _state["step"] if step is None else step)
+        step = _state["step"] if step is None else step
+        _state["writer"].add_histogram(_scoped(name), values, step)
 
 
 def text(name: str, value: str, step: int | None = None) -> None:
     """Write a text summary (recorded whenever a writer is set)."""
     if _state["writer"] is not None and _state["enabled"]:
-        _state["writer"].add_text(name, value, _state["step"] if step is None else step)
+        _state["writer"].add_text(_scoped(name), value, _state["step"] if step is None else step)
 
 
 def flush() -> None:
