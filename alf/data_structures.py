@@ -20,6 +20,10 @@ them and convert to torch.
 
 from __future__ import annotations
 
+import collections
+import contextlib
+import sys
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -38,6 +42,29 @@ __all__ = [
     "transition",
     "truncation",
 ]
+
+
+def namedtuple(typename: str, field_names, default_value=None, default_values=()):
+    """A ``collections.namedtuple`` type whose fields have defaults (ALF's helper): every
+    field ``default_value``, except those ``default_values`` gives (a sequence for the
+    first fields in order, or a mapping by name).
+
+    Args:
+        typename: the type's name.
+        field_names: the fields' names.
+        default_value: the default of every field.
+        default_values: per-field defaults, over ``default_value``.
+    """
+    cls = collections.namedtuple(typename, field_names)
+    cls.__new__.__defaults__ = (default_value,) * len(cls._fields)
+    if isinstance(default_values, Mapping):
+        defaults = cls(**default_values)
+    else:
+        defaults = cls(*default_values)
+    cls.__new__.__defaults__ = tuple(defaults)
+    with contextlib.suppress(AttributeError, ValueError):  # pickling finds the type in
+        cls.__module__ = sys._getframe(1).f_globals.get("__name__", "__main__")  # its module
+    return cls
 
 
 class StepType:

@@ -1,5 +1,7 @@
 """Tests of alf.data_structures."""
 
+import pickle
+
 import numpy as np
 import torch
 
@@ -78,3 +80,23 @@ def test_experience_accessors():
     ts = TimeStep(step_type=1, reward=2.0, discount=0.5, observation=3)
     exp = Experience(time_step=ts, action=4)
     assert (exp.step_type, exp.reward, exp.discount, exp.observation) == (1, 2.0, 0.5, 3)
+
+
+# -- ALF's namedtuple with defaults --
+
+from alf.data_structures import namedtuple  # noqa: E402
+
+Point = namedtuple("Point", ["x", "y", "z"], default_value=0, default_values={"z": 5})
+
+
+def test_defaults_by_name_and_for_all_fields():
+    assert Point() == (0, 0, 5)
+    assert Point(1) == (1, 0, 5)
+    assert Point(y=2, z=3) == (0, 2, 3)
+    first = namedtuple("First", "a b c", default_values=(1, 2))
+    assert first() == (1, 2, None)
+
+
+def test_pickles_by_its_module():
+    assert Point.__module__ == __name__
+    assert pickle.loads(pickle.dumps(Point(1, 2))) == Point(1, 2, 5)
