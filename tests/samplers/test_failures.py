@@ -12,6 +12,7 @@ import signal
 import time
 
 import pytest
+import torch
 
 from alf.data_structures import StepType
 from alf.samplers import SamplerError
@@ -39,9 +40,13 @@ def test_sampler_killed_mid_unroll_is_replaced_and_training_continues(inference,
         assert pool.num_replacements == 1 and pool.channels[1].pid != first_pid
         assert [u.time_step.step_type.shape for u in unrolls] == [(17, 2)] * 4
         # the dead sampler's fragment was discarded and acted again from a reset: its
-        # rows of the second unroll start with FIRST; sampler 0's episode went on
-        assert unrolls[1].time_step.step_type[0].tolist() == [StepType.MID, StepType.FIRST]
-        assert unrolls[1].time_step.env_id[0].tolist() == [0, 1]
+        # rows of the second unroll start with FIRST; sampler 0's went on where its rows of
+        # the first unroll ended (an unroll starts with the previous one's last step)
+        first, second = unrolls[0].time_step, unrolls[1].time_step
+        assert second.step_type[0, 1] == StepType.FIRST
+        assert second.step_type[0, 0] == first.step_type[-1, 0]
+        assert torch.equal(second.observation[0, 0], first.observation[-1, 0])
+        assert second.env_id[0].tolist() == [0, 1]
         # learning went on with the new sampler: its rows count episodes and rewards
         assert int((unrolls[3].time_step.reward[:, 1] == 1).sum()) > 0
     finally:
