@@ -59,6 +59,25 @@ def _set_opt_args(weight, bias, weight_opt_args, bias_opt_args) -> None:
         bias.opt_args = bias_opt_args
 
 
+def replicated_linear(x, weight, bias, name: str) -> torch.Tensor:
+    """``n`` linear maps at once: ``weight`` ``[n, out, in]``, ``bias`` ``[n, out]`` or None,
+    on ``[B, in]`` (read by every replica) or ``[B, n, in]``; gives ``[B, n, out]``."""
+    n, _, size = weight.shape
+    if x.ndim == 2 and x.shape[1] == size:
+        x = x.unsqueeze(0).expand(n, *x.shape)  # [n, B, in]
+    elif x.ndim == 3 and x.shape[1:] == (n, size):
+        x = x.transpose(0, 1)
+    else:
+        raise ValueError(
+            f"{name}: input of shape {tuple(x.shape)}, expected [B, {n}, {size}] or [B, {size}]"
+        )
+    if bias is not None:
+        y = torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
+    else:
+        y = torch.bmm(x, weight.transpose(1, 2))
+    return y.transpose(0, 1)
+
+
 class _Dense(nn.Module):
     """What ``FC`` and ``ParallelFC`` share: ``n`` replicas' weights ``[*lead, out, in]`` and
     biases (``lead`` is ``()`` for ``FC``, ``(n,)`` for ``ParallelFC``), the normalizations,
@@ -215,21 +234,8 @@ class ParallelFC(_Dense):
             self._ln.bias.requires_grad_(False)
 
     def forward(self, x):
-        n, size = self._n, self._input_size
-        if x.ndim == 2 and x.shape[1] == size:
-            x = x.unsqueeze(0).expand(n, *x.shape)  # [n, B, in]
-        elif x.ndim == 3 and x.shape[1:] == (n, size):
-            x = x.transpose(0, 1)
-        else:
-            raise ValueError(
-                f"ParallelFC: input of shape {tuple(x.shape)}, expected [B, {n}, {size}] or "
-                f"[B, {size}]"
-            )
-        if self._bias is not None:
-            y = torch.baddbmm(self._bias.unsqueeze(1), x, self._weight.transpose(1, 2))
-        else:
-            y = torch.bmm(x, self._weight.transpose(1, 2))
-        y = y.transpose(0, 1)  # [B, n, out]
+        n = self._n
+        y = replicated_linear(x, self._weight, self._bias, "ParallelFC")
         for norm in (self._ln, self._bn):
             if norm is not None:
                 y = norm(y.reshape(-1, n * self._output_size)).view(-1, n, self._output_size)

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import alf
-from alf.layers.dense import init_weight
+from alf.layers.dense import init_weight, replicated_linear
 
 
 class _ParamLayer(nn.Module):
@@ -138,22 +138,8 @@ class ParamFC(_ParamLayer):
         self._weight, self._bias = weights, biases
 
     def forward(self, inputs):
-        n, size = self._n_groups, self._input_size
-        if inputs.ndim == 2 and inputs.shape[1] == size:
-            x = inputs.unsqueeze(0).expand(n, *inputs.shape)  # [n, B, in]
-        elif inputs.ndim == 3 and inputs.shape[1:] == (n, size):
-            x = inputs.transpose(0, 1)
-        else:
-            raise ValueError(
-                f"ParamFC: input of shape {tuple(inputs.shape)}, expected [B, {n}, {size}] or "
-                f"[B, {size}]"
-            )
-        if self._bias is not None:
-            y = torch.baddbmm(self._bias.unsqueeze(1), x, self._weight.transpose(1, 2))
-        else:
-            y = torch.bmm(x, self._weight.transpose(1, 2))
-        y = y.transpose(0, 1)  # [B, n, out]
-        return self._activation(y.squeeze(1) if n == 1 else y)
+        y = replicated_linear(inputs, self._weight, self._bias, "ParamFC")
+        return self._activation(y.squeeze(1) if self._n_groups == 1 else y)
 
 
 @alf.configurable

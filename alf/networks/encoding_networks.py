@@ -356,7 +356,8 @@ class EncodingNetwork(Network):
             new = self._legacy_names.get(local)
             if new is None and local.startswith("_preprocessors."):
                 head = ".".join(local.split(".")[:2]) + "."
-                new = self._legacy_names.get(head, head) + local[len(head) :]
+                if head in self._legacy_names:
+                    new = self._legacy_names[head] + local[len(head) :]
             if new is not None:
                 state_dict[prefix + new] = state_dict.pop(key)
 

@@ -41,6 +41,7 @@ from alf.utils.distributions import (
     DiagMultivariateBeta,
     DiagMultivariateCauchy,
     Softsign,
+    SquashToUnitInterval,
     StableCauchy,
     TruncatedCauchy,
     TruncatedDistribution,
@@ -247,34 +248,14 @@ def _is_elementwise(transform, event_shape: torch.Size) -> bool:
     return True
 
 
-class StableTanh(td.Transform):
+class StableTanh(SquashToUnitInterval):
     """The bijector ``y = tanh(x)`` with a clamped inverse, so ``log_prob(±1)`` stays finite.
 
     The inverse clamps ``y`` to ``±0.99999997`` (the largest value whose atanh is
     finite in float32) and the log-Jacobian ``log(1 - tanh(x)^2)`` is computed as
     ``2 (log 2 - x - softplus(-2x))``, which is exact and stable for large ``|x|``
     (Haarnoja et al. 2018, "Soft Actor-Critic", appendix C).
-
-    Args:
-        cache_size: 1 caches the last ``(x, y)`` so the inverse of a fresh sample is exact.
     """
-
-    domain = constraints.real
-    codomain = constraints.interval(-1.0, 1.0)
-    bijective = True
-    sign = +1
-
-    def __init__(self, cache_size=1):
-        super().__init__(cache_size=cache_size)
-
-    def __eq__(self, other):
-        return isinstance(other, StableTanh)
-
-    def __hash__(self):
-        return hash(StableTanh)
-
-    def with_cache(self, cache_size=1):
-        return StableTanh(cache_size)
 
     def _call(self, x):
         return torch.tanh(x)

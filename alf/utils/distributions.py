@@ -394,10 +394,9 @@ class DiagMultivariateCauchy(td.Independent):
 # transforms
 
 
-class Softsign(td.Transform):
-    """The bijector ``y = x / (1 + |x|)`` onto ``(-1, 1)``; ``x = y / (1 - |y|)``,
-    ``log|dy/dx| = -2 log(1 + |x|)``. Its tails are polynomial, not exponential as tanh's,
-    so a squashed sample reaches the bounds more slowly.
+class SquashToUnitInterval(td.Transform):
+    """What an increasing bijector from the reals onto ``(-1, 1)`` without parameters
+    shares: its constraints, and equality, hashing and caching by its class alone.
 
     Args:
         cache_size: 1 caches the last ``(x, y)`` so the inverse of a fresh sample is exact.
@@ -412,13 +411,19 @@ class Softsign(td.Transform):
         super().__init__(cache_size=cache_size)
 
     def __eq__(self, other):
-        return isinstance(other, Softsign)
+        return type(other) is type(self)
 
     def __hash__(self):
-        return hash(Softsign)
+        return hash(type(self))
 
     def with_cache(self, cache_size=1):
-        return Softsign(cache_size)
+        return type(self)(cache_size)
+
+
+class Softsign(SquashToUnitInterval):
+    """The bijector ``y = x / (1 + |x|)`` onto ``(-1, 1)``; ``x = y / (1 - |y|)``,
+    ``log|dy/dx| = -2 log(1 + |x|)``. Its tails are polynomial, not exponential as tanh's,
+    so a squashed sample reaches the bounds more slowly."""
 
     def _call(self, x):
         return x / (1 + x.abs())
