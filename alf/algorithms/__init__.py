@@ -29,7 +29,7 @@ _EXPORTS = {
     ),
     "ddpg_algorithm": ("DdpgAlgorithm", "Td3Algorithm"),
     "dqn_algorithm": ("DqnAlgorithm",),
-    "entropy_target_algorithm": ("EntropyTargetAlgorithm",),
+    "entropy_target_algorithm": ("EntropyTargetAlgorithm", "SGDEntropyTargetAlgorithm"),
     "factory": ("create_algorithm",),
     "frame_stacker": ("FrameStacker",),
     "hindsight_relabeler": ("HindsightExperienceTransformer", "l2_distance_reward_fn"),

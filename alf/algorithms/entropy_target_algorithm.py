@@ -21,6 +21,10 @@ updates, in three stages (as ALF):
 
 ``log alpha`` never goes below ``log(min_alpha)``. The state lives in buffers, so it is
 checkpointed with the algorithm that owns this one.
+
+``SGDEntropyTargetAlgorithm`` (ALF's, used by its ``ppo_bipedal_walker`` confs through
+``Agent.entropy_target_cls``) learns ``log alpha`` by gradient descent instead, as SAC
+learns its temperature (its class doc).
 """
 
 from __future__ import annotations
@@ -33,7 +37,9 @@ import alf
 import alf.nest as nest
 import alf.summary
 from alf.algorithms.algorithm import Algorithm
+from alf.configuration.argtypes import Count
 from alf.utils.dist_utils import calc_default_target_entropy
+from alf.utils.schedulers import as_scheduler
 
 _INIT, _FREE, _ADJUST = 0, 1, 2
 
@@ -186,3 +192,116 @@ class EntropyTargetAlgorithm(Algorithm):
 
     def _set_log_alpha(self, value: float) -> None:
         self._log_alpha.fill_(max(value, self._min_log_alpha))
+
+
+@alf.configurable
+class SGDEntropyTargetAlgorithm(Algorithm):
+    r"""ALF's ``SGDEntropyTargetAlgorithm``: the weight alpha of the entropy bonus learned by
+    gradient descent so that the policy's entropy tracks a target, as SAC learns its
+    temperature.
+
+    Each update (``loss``), with :math:`\bar H` the mean entropy over the update's valid
+    steps and :math:`H_w` the mean of the last ``window_size`` such means (this one
+    included), the loss of every step is
+
+    .. math::
+
+        (H_w - \bar{\mathcal H})\,\log\alpha \;-\; \alpha\, H(\pi(\cdot|s))
+
+    with :math:`H_w - \bar{\mathcal H}` and :math:`\alpha = e^{\log\alpha}` held constant
+    (detached): the entropy bonus trains the policy, and the (masked mean) loss has the
+    gradient :math:`H_w - \bar{\mathcal H}` with respect to :math:`\log\alpha`, so alpha
+    falls while the entropy is above the target and grows while it is below. The bonus
+    uses alpha before this update's step. ``log_alpha`` is a parameter: this algorithm's
+    ``optimizer`` trains it, else the default optimizer of the algorithm that owns it
+    (ALF's ``Agent.optimizer``). It and the window of entropies are checkpointed with
+    that algorithm.
+
+    As ALF's, but the entropies averaged are those of the valid steps (the mask the
+    owning algorithm gives, ``step_type != LAST``) where ALF's average every step of the
+    minibatch; an update with no valid step leaves the window as it is and, while the
+    window is empty, gives ``log_alpha`` no gradient (ALF's empty average is 0).
+
+    Args:
+        action_spec: nest of bounded action specs (for the default target).
+        initial_alpha: alpha at the start (> 0).
+        target_entropy: the target :math:`\bar{\mathcal H}`: a number, a schedule
+            (``alf.utils.schedulers``, called at every update), or None for
+            ``calc_default_target_entropy`` summed over the action specs.
+        window_size: number of updates whose mean entropies are averaged (>= 1).
+        optimizer: optimizer of ``log_alpha`` (None: the owning algorithm's).
+        debug_summaries: write alpha and the target entropy.
+        name: name in summaries.
+    """
+
+    def __init__(
+        self,
+        action_spec,
+        initial_alpha: float = 0.1,
+        target_entropy=None,
+        window_size: Count = 1,
+        optimizer=None,
+        debug_summaries: bool = False,
+        name: str = "SGDEntropyTargetAlgorithm",
+    ):
+        super().__init__(optimizer=optimizer, debug_summaries=debug_summaries, name=name)
+        if not initial_alpha > 0:
+            raise ValueError(f"{name}: initial_alpha must be > 0, got {initial_alpha}")
+        if int(window_size) != window_size or window_size < 1:
+            raise ValueError(f"{name}: window_size must be an integer >= 1, got {window_size}")
+        if target_entropy is None:
+            target_entropy = sum(calc_default_target_entropy(s) for s in nest.flatten(action_spec))
+        self._target_entropy = as_scheduler(target_entropy)
+        self._window = int(window_size)
+        self._log_alpha = torch.nn.Parameter(torch.tensor(math.log(initial_alpha)))
+        self.register_buffer("_recent", torch.zeros(self._window))  # newest last
+        self.register_buffer("_count", torch.tensor(0))
+
+    @property
+    def log_alpha(self) -> torch.nn.Parameter:
+        """The parameter ``log alpha``."""
+        return self._log_alpha
+
+    @property
+    def alpha(self) -> float:
+        """The current weight of the entropy bonus."""
+        return math.exp(float(self._log_alpha.detach()))
+
+    @property
+    def target_entropy(self) -> float:
+        """The target entropy now (a schedule's current value)."""
+        return float(self._target_entropy())
+
+    def average_entropy(self) -> torch.Tensor:
+        """``H_w``: the mean of the window's entropies (0 while it is empty)."""
+        size = torch.clamp(self._count, max=self._window)
+        in_window = torch.arange(self._window, device=size.device) >= self._window - size
+        return (self._recent * in_window).sum() / torch.clamp(size, min=1)
+
+    def loss(self, entropy: torch.Tensor, valid_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The per-step loss (class doc), the shape of ``entropy``; the window of mean
+        entropies is updated first, from the steps where ``valid_mask`` is true.
+
+        No host synchronization: everything stays on the entropy's device.
+        """
+        with torch.no_grad():
+            values = entropy.detach()
+            if valid_mask is None:
+                valid = torch.ones_like(values)
+            else:
+                valid = valid_mask.to(values.dtype).expand_as(values)
+            num = valid.sum()
+            mean = (values * valid).sum() / torch.clamp(num, min=1)
+            has_valid = num > 0
+            shifted = torch.cat([self._recent[1:], mean.reshape(1).to(self._recent.dtype)])
+            self._recent.copy_(torch.where(has_valid, shifted, self._recent))
+            self._count.add_(has_valid.to(self._count.dtype))
+            target = float(self._target_entropy())
+            gap = torch.where(self._count > 0, self.average_entropy() - target, 0.0)
+        log_alpha = self._log_alpha
+        alpha = log_alpha.detach().exp()
+        alpha_loss = gap * log_alpha
+        if self._debug_summaries and alf.summary.should_record_summaries():
+            alf.summary.scalar(f"{self._name}/alpha", alpha)
+            alf.summary.scalar(f"{self._name}/target_entropy", target)
+        return alpha_loss - alpha * entropy

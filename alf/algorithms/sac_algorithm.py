@@ -64,7 +64,7 @@ from alf.algorithms.transitions import (
     check_transition_length,
     flat_rows,
 )
-from alf.configuration.argtypes import Count, Probability
+from alf.configuration.argtypes import Count, Probability, ScheduledFloat
 from alf.data_structures import AlgStep, Experience, LossInfo, TimeStep
 from alf.networks.actor_distribution_networks import ActorDistributionNetwork
 from alf.networks.critic_networks import CriticNetwork, min_over_replicas
@@ -73,6 +73,7 @@ from alf.networks.q_networks import QNetwork
 from alf.tensor_specs import TensorSpec
 from alf.utils import dist_utils
 from alf.utils.math_ops import clipped_exp
+from alf.utils.periodic_reset import make_periodic_reset
 from alf.utils.target_networks import TargetUpdater
 from alf.utils.torch_utils import frozen
 from alf.utils.value_ops import pad_first, pad_last
@@ -164,6 +165,20 @@ class SacAlgorithm(OffPolicyAlgorithm):
             until every env has ``config.initial_collect_steps`` steps in the replay
             buffer, as Stable-Baselines3's SAC does before ``learning_starts``. False
             (ALF's SAC): collect them with the untrained policy.
+        parameter_reset_period: ALF's periodic reset (Nikishin et al. 2022, "The
+            Primacy Bias in Deep Reinforcement Learning"): every so many training
+            iterations (``train_iter`` calls, those of the initial collection included,
+            as ALF counts them) the actor and the critics get the weights of freshly
+            built copies and :math:`\\log\\alpha` its initial value, then the target
+            critics are copied from the new critics (and their update period restarts).
+            The optimizers' state (Adam's moments) and the replay buffer are kept, as in
+            ALF. A number or a schedule; negative: never. The iteration counter is
+            checkpointed (``alf.utils.periodic_reset.PeriodicReset``).
+        reproduce_locomotion: ALF's switch for its MuJoCo locomotion results: act
+            uniformly at random until training starts (``random_initial_collect``), and
+            train the actor and :math:`\\alpha` at the next states :math:`s_{t+1}` of
+            the transitions instead of :math:`s_t` (ALF masks the policy loss of row 0
+            and the critic loss of the last row). Continuous actions only.
         optimizer: default optimizer of parameters no other optimizer claims.
         actor_optimizer: optimizer of the actor network.
         critic_optimizer: optimizer of the critic network(s).
@@ -192,6 +207,8 @@ class SacAlgorithm(OffPolicyAlgorithm):
         target_update_tau: Probability = 0.005,
         target_update_period: Count = 1,
         random_initial_collect: bool = False,
+        parameter_reset_period: ScheduledFloat = -1,
+        reproduce_locomotion: bool = False,
         optimizer=None,
         actor_optimizer=None,
         critic_optimizer=None,
@@ -231,7 +248,10 @@ class SacAlgorithm(OffPolicyAlgorithm):
             target_entropy = float(target_entropy(action_spec))
         self._target_entropy = target_entropy
         self._use_entropy_reward = use_entropy_reward
-        self._random_initial_collect = random_initial_collect
+        self._random_initial_collect = random_initial_collect or reproduce_locomotion
+        self._reproduce_locomotion = reproduce_locomotion
+        if reproduce_locomotion and self._discrete:
+            raise ValueError(f"{name}.reproduce_locomotion is for continuous actions only")
         self._critic_loss = critic_loss_ctor()
         self._target_updater = TargetUpdater(
             [self._critic_networks],
@@ -240,6 +260,12 @@ class SacAlgorithm(OffPolicyAlgorithm):
             period=target_update_period,
         )
         self._critic_parameters = tuple(self._critic_networks.parameters())
+        self._periodic_reset = make_periodic_reset(
+            parameter_reset_period,
+            [self._actor_network, self._critic_networks, self._log_alpha.value],
+            post_processings=[self._target_updater.reset],
+            name=name,
+        )
         if reward_weights is not None:
             self.register_buffer(
                 "_reward_weights", torch.as_tensor(reward_weights, dtype=torch.float32), False
@@ -352,11 +378,12 @@ class SacAlgorithm(OffPolicyAlgorithm):
             target_v = min_over_replicas(target_q)
             if self._use_entropy_reward:
                 target_v = target_v - alpha * next_log_pi
-        dist, _ = self._actor_network(observation)
+        actor_observation = next_observation if self._reproduce_locomotion else observation
+        dist, _ = self._actor_network(actor_observation)
         new_action, log_pi = _sample_with_log_prob(dist)
         critic_q, _ = self._critic_networks((observation, action))
         with frozen(self._critic_parameters):
-            actor_q, _ = self._critic_networks((observation, new_action))
+            actor_q, _ = self._critic_networks((actor_observation, new_action))
         return critic_q, target_v, log_pi, min_over_replicas(actor_q)
 
     def _discrete_terms(self, observation, action, next_observation, alpha):
@@ -404,6 +431,13 @@ class SacAlgorithm(OffPolicyAlgorithm):
     def after_update(self, experience: Experience, train_info) -> None:
         """Polyak-average the target critics towards the critics."""
         self._target_updater()
+
+    def train_iter(self) -> int:
+        """``RLAlgorithm.train_iter``, then a count towards ``parameter_reset_period``."""
+        steps = super().train_iter()
+        if self._periodic_reset is not None:
+            self._periodic_reset()
+        return steps
 
 
 def _check_specs(action_spec, reward_spec, reward_weights, name: str) -> None:

@@ -23,10 +23,11 @@ import alf
 from alf.configuration.argtypes import (
     LearningRate,
     NonNegativeFloat,
+    NonNegativeInt,
     PositiveFloat,
     Probability,
 )
-from alf.optimizers.optimizers import _factory_spec
+from alf.optimizers.optimizers import CapacityRatio, _factory_spec, capacity_args
 
 
 class AdamTFOptimizer(torch.optim.Optimizer):
@@ -99,9 +100,13 @@ def AdamTF(  # noqa: N802 (ALF's public name)
     gradient_clipping: PositiveFloat | None = None,
     clip_by_global_norm: bool = True,
     name: str | None = None,
+    capacity_ratio: CapacityRatio = 1.0,
+    min_capacity: NonNegativeInt = 8192,
+    masked_out_value: float | None = None,
 ):
     """Adam with TF's epsilon placement (module doc); ALF's ``alf.optimizers.AdamTF``.
-    See ``OptimizerSpec`` for the clipping arguments."""
+    See ``OptimizerSpec`` for the clipping and capacity arguments."""
     call = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad)
     call.update(gradient_clipping=gradient_clipping, clip_by_global_norm=clip_by_global_norm)
+    call.update(capacity_args(capacity_ratio, min_capacity, masked_out_value))
     return _factory_spec(AdamTF, AdamTFOptimizer, call, name, betas=tuple(betas))

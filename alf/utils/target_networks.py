@@ -80,6 +80,13 @@ class TargetUpdater(nn.Module):
             for lists in self._lists:
                 _soft_update(lists, self._tau)
 
+    def reset(self) -> None:
+        """Copy the models to the targets (a hard update) and restart the call counter,
+        as a new ``TargetUpdater`` would (ALF builds a new one after a parameter reset)."""
+        for lists in self._lists:
+            _soft_update(lists, 1.0)
+        self._num_calls = 0
+
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         self._count.fill_(self._num_calls)
         super()._save_to_state_dict(destination, prefix, keep_vars)
