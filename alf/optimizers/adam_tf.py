@@ -27,7 +27,8 @@ from alf.configuration.argtypes import (
     PositiveFloat,
     Probability,
 )
-from alf.optimizers.optimizers import CapacityRatio, _factory_spec, capacity_args
+from alf.optimizers.capacity import CapacityRatio, capacity_args
+from alf.optimizers.optimizers import _factory_spec
 
 
 class AdamTFOptimizer(torch.optim.Optimizer):

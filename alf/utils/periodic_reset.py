@@ -141,7 +141,7 @@ def make_periodic_reset(
     Raises:
         ValueError: a number in [0, 1) (ALF would reset at every call), naming ``arg``.
     """
-    if not callable(period):
+    if not callable(period) and not isinstance(period, (list, tuple)):  # else a schedule
         if period < 0:
             return None
         if period < 1:

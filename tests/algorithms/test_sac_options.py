@@ -221,6 +221,19 @@ def test_sac_with_parameter_resets_still_learns_the_continuous_counting_env():
         eval_env.close()
 
 
+def test_a_scheduled_reset_period_is_read_at_every_iteration():
+    """``[(progress, period), ...]`` (a piecewise-linear schedule over training): a
+    negative period for now, so no reset, the counter counting."""
+    env = _env(num_envs=1)
+    try:
+        alg = _sac(env, parameter_reset_period=[(0, -1.0), (1.0, 10.0)])
+        for _ in range(3):
+            alg.train_iter()
+        assert alg._periodic_reset.num_calls == 3
+    finally:
+        env.close()
+
+
 @pytest.mark.parametrize("period", [0, 0.5])
 def test_bad_reset_period_is_a_one_line_error_naming_the_argument(period):
     env = _env(num_envs=1)

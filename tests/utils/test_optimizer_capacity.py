@@ -9,7 +9,7 @@ import torch
 
 import alf
 from alf.optimizers import SGD, Adam, AdamTF, AdamW
-from alf.optimizers.optimizers import CapacityMasks
+from alf.optimizers.capacity import CapacityMasks
 from alf.utils.schedulers import LinearScheduler
 from alf.utils.training_progress import Progress
 
