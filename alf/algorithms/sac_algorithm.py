@@ -279,7 +279,11 @@ class SacAlgorithm(OffPolicyAlgorithm):
             if spec is not None and modules[0] is not None:  # no actor: ignored, as in ALF
                 self.add_optimizer(spec, modules)
         self._transition_mask = TransitionMask()
-        self._epsilon_greedy = 0.0 if config is None else float(config.epsilon_greedy)
+        # ALF's evaluation samples with probability epsilon_greedy; here only without an
+        # actor (the actor's mode is evaluated as before)
+        self._epsilon_greedy = 0.0
+        if config is not None and self._actor_network is None:
+            self._epsilon_greedy = float(config.epsilon_greedy)
 
     def _make_critics(self, observation_spec, action_spec, critic_network_ctor, q_network_ctor):
         """Continuous: one ``CriticNetwork`` holding all replicas; discrete: a list of

@@ -43,6 +43,7 @@ import math
 
 import torch
 
+import alf.nest as nest
 from alf.data_structures import StepType
 from alf.experience_replayers.ring import RingPositions
 
@@ -55,6 +56,9 @@ class EpisodicReturns:
 
     Args:
         ring: the buffer's positions (read, never changed here).
+        storage: the buffer's storage nest ``[num_envs, max_length, ...]`` (read); its
+            ``time_step.step_type``, ``.discount`` and ``.reward`` (or top-level
+            ``step_type``, ... as in ALF's experience) are used, the reward scalar.
         gamma: the discount :math:`\\gamma` in ``(0, 1]``.
         reward_clip: None or ``(min, max)`` applied to the rewards.
         default_return: the value of steps whose return is not available.
@@ -63,6 +67,7 @@ class EpisodicReturns:
     def __init__(
         self,
         ring: RingPositions,
+        storage,
         gamma: float,
         reward_clip: tuple[float, float] | None,
         default_return: float,
@@ -74,6 +79,10 @@ class EpisodicReturns:
                 raise ValueError(f"{ring.name}: reward_clip must be (min, max), got {reward_clip}")
             reward_clip = (float(reward_clip[0]), float(reward_clip[1]))
         self._ring = ring
+        self._fields = _episode_fields(storage, ring.name)
+        self._step_type, self._discount, self._reward = (
+            nest.get_field(storage, f) for f in self._fields
+        )
         self.gamma = float(gamma)
         self.reward_clip = reward_clip
         self.default_return = float(default_return)
@@ -86,24 +95,24 @@ class EpisodicReturns:
 
     # -- adding ------------------------------------------------------------------------
 
-    def on_add(self, env_ids, positions, step_type, discount, reward, discount_rows) -> None:
-        """Update after steps were written (``ring.current_pos`` already advanced).
+    def on_add(self, steps, env_ids, positions, as_rows) -> None:
+        """Update after ``steps`` were written (``ring.current_pos`` already advanced).
 
         Args:
+            steps: the nest just added.
             env_ids: ``[B]`` envs (distinct).
             positions: ``[T, B]`` positions just written (consecutive per env).
-            step_type, discount: ``[T, B]`` of those steps.
-            reward, discount_rows: the stored reward and discount leaves
-                ``[num_envs, max_length]`` (to read the windows from).
+            as_rows: makes a leaf of ``steps`` ``[T, B]``.
         """
+        step_type, discount = (as_rows(nest.get_field(steps, f)).cpu() for f in self._fields[:2])
         ring = self._ring
         self.returns.view(-1)[ring.slots(env_ids.expand_as(positions), positions).reshape(-1)] = (
             self.default_return
         )
         starts = self.window_start[env_ids].unsqueeze(0)  # [1, B]
-        self._close_windows(env_ids, positions, step_type, discount, starts, reward, discount_rows)
+        self._close_windows(env_ids, positions, step_type, discount, starts)
 
-    def _close_windows(self, env_ids, positions, step_type, discount, starts, reward, discounts):
+    def _close_windows(self, env_ids, positions, step_type, discount, starts):
         """Find the windows closed by the discount-0 steps among ``positions`` ``[T, B]``
         (``-1`` where a column has no step), compute them, and advance ``window_start``."""
         valid = positions >= 0
@@ -120,16 +129,16 @@ class EpisodicReturns:
         end_env = env_ids.expand_as(positions)[ends]
         oldest = self._ring.oldest_readable_pos()[end_env]
         start_pos = torch.maximum(before[ends], oldest)
-        self._compute(end_env, start_pos, end_pos, reward, discounts)
+        self._compute(end_env, start_pos, end_pos)
 
-    def _compute(self, env, start, end, reward, discounts) -> None:
+    def _compute(self, env, start, end) -> None:
         """Write :math:`G_j` for ``j`` in ``[start, end)`` of each window ``[W]``."""
         length = int((end - start).max()) + 1
         offsets = torch.arange(length) - (length - 1)
         pos = end.unsqueeze(1) + offsets  # [W, N], right-aligned: column N-1 is the end
         inside = pos >= start.unsqueeze(1)
         slots = self._ring.slots(env.unsqueeze(1), torch.where(inside, pos, end.unsqueeze(1)))
-        rewards = reward.reshape(-1)[slots].to(torch.float64)
+        rewards = self._reward.reshape(-1)[slots].to(torch.float64)
         if self.reward_clip is not None:
             rewards = rewards.clamp(*self.reward_clip)
         # Column c holds position p_c; R_c = r(p_c + 1) and g_c = gamma * d(p_c + 1) for
@@ -137,7 +146,7 @@ class EpisodicReturns:
         # so g there is 1, as outside the window: the scan's products stay > 0.
         ones = torch.ones_like(rewards[:, :1])
         step_reward = torch.where(inside, torch.cat([rewards[:, 1:], 0 * ones], 1), 0.0)
-        next_discount = discounts.reshape(-1)[slots[:, 1:]].to(torch.float64)
+        next_discount = self._discount.reshape(-1)[slots[:, 1:]].to(torch.float64)
         factor = torch.cat([self.gamma * next_discount, ones], 1)
         if length >= 2:
             factor[:, -2] = 1.0
@@ -153,10 +162,9 @@ class EpisodicReturns:
         """The returns at ``positions`` of envs ``env_ids`` (broadcast), float32."""
         return self.returns.view(-1)[self._ring.slots(env_ids, positions)]
 
-    def rebuild(self, step_type, discount, reward) -> None:
+    def rebuild(self) -> None:
         """Recompute every stored step's return and ``window_start`` from the stored
-        ``[num_envs, max_length]`` step types, discounts and rewards (the values an
-        incremental computation gives for the steps still stored)."""
+        steps (the values an incremental computation gives for the steps still stored)."""
         ring = self._ring
         self.returns.fill_(self.default_return)
         self.window_start.fill_(-1)
@@ -169,11 +177,9 @@ class EpisodicReturns:
         self._close_windows(
             env_ids,
             positions,
-            step_type.reshape(-1)[slots],
-            discount.reshape(-1)[slots],
+            self._step_type.reshape(-1)[slots],
+            self._discount.reshape(-1)[slots],
             torch.full((1, ring.num_envs), -1, dtype=torch.int64),
-            reward,
-            discount,
         )
         # Envs with no stored step keep -1; others got their newest mark from the scan.
 
@@ -196,6 +202,25 @@ class EpisodicReturns:
         self.returns.copy_(returns)
         self.window_start.copy_(torch.as_tensor(state["episodic_window_start"]))
         return True
+
+
+def _episode_fields(buffer, name: str) -> tuple[str, str, str]:
+    """The paths of the step type, discount and reward leaves in the stored nest
+    (``time_step.*`` of an ``Experience``, else top-level as in ALF's experience)."""
+    for prefix in ("time_step.", ""):
+        paths = tuple(prefix + f for f in ("step_type", "discount", "reward"))
+        try:
+            leaves = [nest.get_field(buffer, p) for p in paths]
+        except (KeyError, AttributeError, IndexError, ValueError):
+            continue
+        if all(torch.is_tensor(x) for x in leaves):
+            if leaves[2].shape != leaves[0].shape:
+                raise ValueError(
+                    f"{name}: record_episodic_return needs a scalar reward, got "
+                    f"{list(leaves[2].shape[2:])}"
+                )
+            return paths
+    raise ValueError(f"{name}: record_episodic_return needs step_type, discount and reward")
 
 
 def discounted_suffix_sums(rewards: torch.Tensor, factors: torch.Tensor) -> torch.Tensor:

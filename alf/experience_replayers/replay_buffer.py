@@ -57,15 +57,13 @@ class ReplayBuffer:
             step reachable).
         enable_checkpoint: save the buffer in checkpoints (when
             ``TrainerConfig.checkpoint_replay_buffer`` is True too).
-        keep_episodic_info: ALF's switch for indexing episode boundaries; alf finds
-            them by scanning step types (``steps_to_episode_end``), so it only matters
-            that it is not False with ``record_episodic_return`` (as ALF requires).
-        record_episodic_return: keep, for every stored step, the discounted return to
-            its episode's end once the episode has ended in the buffer
-            (``episodic.py``); ``get_batch`` gives it as ``BatchInfo.discounted_return``.
-            Rewards are read raw from the buffer (data transformers run after
-            sampling): set ``reward_clip`` and ``gamma`` to match the
-            ``RewardClipping`` and the TD loss's ``gamma``.
+        keep_episodic_info: ALF's episode indexing (alf scans step types instead); it
+            must not be False with ``record_episodic_return``, as in ALF.
+        record_episodic_return: keep each stored step's discounted return to its
+            episode's end, once that is in the buffer (``episodic.py``), for
+            ``BatchInfo.discounted_return``. The rewards are raw (transformers run after
+            sampling): match ``reward_clip`` and ``gamma`` to the ``RewardClipping`` and
+            the TD loss.
         default_return: the return of steps whose episode has not ended (or ended by a
             time limit): below any real return (e.g. 0 with nonnegative rewards).
         gamma: the discount of the returns.
@@ -116,8 +114,9 @@ class ReplayBuffer:
         if record_episodic_return:
             if keep_episodic_info is False:
                 raise ValueError(f"{name}: record_episodic_return needs keep_episodic_info")
-            self._episode_fields = _episode_fields(self._buffer, name)
-            self._episodic = EpisodicReturns(self._ring, gamma, reward_clip, default_return)
+            self._episodic = EpisodicReturns(
+                self._ring, self._buffer, gamma, reward_clip, default_return
+            )
 
     # -- description -------------------------------------------------------------
 
@@ -191,7 +190,7 @@ class ReplayBuffer:
         if self._priorities is not None:
             self._priorities.mark_new(slots)
         if self._episodic is not None:
-            self._add_episodic(batch, env_ids, positions, lambda x: x.unsqueeze(0))
+            self._episodic.on_add(batch, env_ids, positions, lambda x: x.unsqueeze(0))
 
     def add_steps(self, steps, env_ids: torch.Tensor | None = None) -> None:
         """Append ``T`` consecutive steps ``[T, B, ...]`` for the envs ``env_ids`` ``[B]``.
@@ -212,21 +211,7 @@ class ReplayBuffer:
         if self._priorities is not None:
             self._priorities.mark_new(slots.reshape(-1))
         if self._episodic is not None:
-            self._add_episodic(steps, env_ids, pos, lambda x: x)
-
-    def _add_episodic(self, steps, env_ids, positions, as_rows) -> None:
-        """Update the episodic returns for the steps just written at ``positions``
-        ``[T, B]`` (``as_rows`` makes a leaf of ``steps`` ``[T, B]``)."""
-        step_type, discount, reward = self._episode_fields
-        leaf = lambda field: as_rows(nest.get_field(steps, field)).cpu()  # noqa: E731
-        self._episodic.on_add(
-            env_ids,
-            positions,
-            leaf(step_type),
-            leaf(discount),
-            nest.get_field(self._buffer, reward),
-            nest.get_field(self._buffer, discount),
-        )
+            self._episodic.on_add(steps, env_ids, pos, lambda x: x)
 
     def _put_all(self, slots: torch.Tensor, values: list) -> None:
         """Write the leaves ``values`` ``[*slots.shape, ...]`` at the distinct flat
@@ -446,26 +431,4 @@ class ReplayBuffer:
         """
         buffer_state.load_buffer_state(state, self._flat_buffer, self._ring, self._priorities)
         if self._episodic is not None and not self._episodic.load_state_dict(state):
-            step_type, discount, reward = (
-                nest.get_field(self._buffer, f) for f in self._episode_fields
-            )
-            self._episodic.rebuild(step_type, discount, reward)
-
-
-def _episode_fields(buffer, name: str) -> tuple[str, str, str]:
-    """The paths of the step type, discount and reward leaves in the stored nest
-    (``time_step.*`` of an ``Experience``, else top-level as in ALF's experience)."""
-    for prefix in ("time_step.", ""):
-        paths = tuple(prefix + f for f in ("step_type", "discount", "reward"))
-        try:
-            leaves = [nest.get_field(buffer, p) for p in paths]
-        except (KeyError, AttributeError, IndexError, ValueError):
-            continue
-        if all(torch.is_tensor(x) for x in leaves):
-            if leaves[2].shape != leaves[0].shape:
-                raise ValueError(
-                    f"{name}: record_episodic_return needs a scalar reward, got "
-                    f"{list(leaves[2].shape[2:])}"
-                )
-            return paths
-    raise ValueError(f"{name}: record_episodic_return needs step_type, discount and reward")
+            self._episodic.rebuild()
