@@ -171,12 +171,15 @@ class BatchInfo(NamedTuple):
         positions: ``[B]`` replay positions of the first step of each sequence.
         importance_weights: ``[B]`` importance weights (prioritized replay), or ``()``.
         replay_buffer: the replay buffer the batch came from, or ``()``.
+        discounted_return: ``[B, T]`` each sampled step's discounted return to its
+            episode's end (``ReplayBuffer(record_episodic_return=True)``), or ``()``.
     """
 
     env_ids: Any = ()
     positions: Any = ()
     importance_weights: Any = ()
     replay_buffer: Any = ()
+    discounted_return: Any = ()
 
 
 class Experience(NamedTuple):

@@ -77,7 +77,7 @@ class TrainerConfig:
         progress_bar: terminal progress bar (only when stdout is a terminal; a log line
             clears it first and it is redrawn after).
         initial_collect_steps: off-policy: steps per environment collected before
-            the first update.
+            the first update (a whole number; ALF's confs write e.g. ``1e5``).
         num_prenormalization_steps: before training starts (not when resuming), step
             every training env this many times with the initial policy to initialize
             the statistics of the data transformers (``ObservationNormalizer``,
@@ -206,7 +206,7 @@ class TrainerConfig:
     debug_summaries: Flag = False
     summarize_grads_and_vars: Flag = False
     progress_bar: Flag = True
-    initial_collect_steps: NonNegativeInt = 0
+    initial_collect_steps: NonNegativeFloat = 0  # an int; a float like 1e5 is made one
     num_prenormalization_steps: NonNegativeInt = 0
     num_updates_per_train_iter: Count = 4
     mini_batch_size: Count | None = None
@@ -279,6 +279,12 @@ class TrainerConfig:
 
     def _check(self):
         self._check_types()
+        steps = self.initial_collect_steps
+        if not float(steps).is_integer():
+            raise ValueError(
+                f"TrainerConfig.initial_collect_steps={steps}: expected a whole number"
+            )
+        self._settle("initial_collect_steps", int(steps))
         if self.num_iterations <= 0 and self.num_env_steps <= 0:
             raise ValueError(
                 "TrainerConfig needs a stopping rule: num_iterations > 0 or num_env_steps > 0"

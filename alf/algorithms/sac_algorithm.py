@@ -40,6 +40,17 @@ target critics move towards the critics (``TargetUpdater``, Polyak averaging).
 ``TDLoss``: at a time-limit LAST (discount 1) the target bootstraps from
 :math:`V'` of the final observation, at a terminal LAST (discount 0) it does
 not; transitions out of a LAST row (across an auto-reset) are not trained.
+
+**No actor** (``actor_network_ctor=None``, discrete actions; ALF's discrete SAC):
+the policy is the Boltzmann policy of the critics,
+:math:`\pi(a|s) = \mathrm{softmax}_a(\min_i Q_i(s, a) / \alpha)` (``sac_q_policy``),
+there is no actor loss, and the critic and α losses are those above with this
+:math:`\pi` (held fixed: no gradient flows through it). The default target entropy
+is then ALF's, ``dist_utils.calc_default_target_entropy``.
+
+**Episodic returns.** ``SacRolloutInfo.discounted_return`` receives the replayed
+steps' returns (``ReplayBuffer.record_episodic_return``); they reach the critic loss,
+which a ``LowerBoundedTDLoss`` bounds its targets with.
 """
 
 from __future__ import annotations
@@ -58,6 +69,7 @@ import alf
 import alf.nest as nest
 from alf.algorithms.off_policy_algorithm import OffPolicyAlgorithm
 from alf.algorithms.sac_loss import sac_loss
+from alf.algorithms.sac_q_policy import epsilon_greedy_action, q_log_probs
 from alf.algorithms.td_loss import OneStepTDLoss
 from alf.algorithms.transitions import (
     TransitionMask,
@@ -96,9 +108,11 @@ _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 class SacRolloutInfo(NamedTuple):
-    """What rollout stores for training: the action taken ``[B, ...]``."""
+    """What rollout stores for training: the action taken ``[B, ...]``; replayed
+    experience gets the episodic returns ``[T, B]`` (or ``()``) from the learner."""
 
     action: object = ()
+    discounted_return: object = ()
 
 
 class SacInfo(NamedTuple):
@@ -111,6 +125,7 @@ class SacInfo(NamedTuple):
     target_v: object = ()
     neg_entropy: object = ()
     actor_q: object = ()
+    discounted_return: object = ()
 
 
 class _LogAlpha(nn.Module):
@@ -141,7 +156,8 @@ class SacAlgorithm(OffPolicyAlgorithm):
         reward_spec: spec of the reward; a vector reward needs ``reward_weights``.
         actor_network_ctor: ``ctor(input_tensor_spec=, action_spec=)`` → a network
             returning the action distribution (continuous: it should be squashed
-            into the bounds, as ``SquashedNormalActorNetwork`` is).
+            into the bounds, as ``SquashedNormalActorNetwork`` is). None (discrete
+            actions only): act from the critics (module docstring).
         critic_network_ctor: ``ctor(input_tensor_spec=(obs_spec, action_spec),
             num_replicas=)`` → :math:`Q(s, a)` ``[B, R]`` (continuous actions).
         q_network_ctor: ``ctor(input_tensor_spec=, action_spec=)`` → :math:`Q(s, \\cdot)`
@@ -153,7 +169,8 @@ class SacAlgorithm(OffPolicyAlgorithm):
         critic_loss_ctor: ``ctor()`` → the ``TDLoss`` of the critics (its
             ``gamma`` is SAC's discount).
         target_entropy: :math:`\\bar{\\mathcal H}`; None for the default
-            (``_default_target_entropy``); a callable (ALF's form, e.g.
+            (``_default_target_entropy``; without an actor ALF's
+            ``calc_default_target_entropy``); a callable (ALF's form, e.g.
             ``dist_utils.calc_default_target_entropy``) is called with ``action_spec``.
         initial_log_alpha: initial :math:`\\log\\alpha`.
         use_entropy_reward: bootstrap from the soft value
@@ -194,7 +211,7 @@ class SacAlgorithm(OffPolicyAlgorithm):
         observation_spec,
         action_spec,
         reward_spec=TensorSpec(()),
-        actor_network_ctor: Callable = SquashedNormalActorNetwork,
+        actor_network_ctor: Callable | None = SquashedNormalActorNetwork,
         critic_network_ctor: Callable | None = CriticNetwork,
         q_network_ctor: Callable | None = QNetwork,
         num_critic_replicas: Count = 2,
@@ -231,18 +248,25 @@ class SacAlgorithm(OffPolicyAlgorithm):
         )
         self._discrete = action_spec.is_discrete
         self._num_replicas = num_critic_replicas
-        self._actor_network = actor_network_ctor(
-            input_tensor_spec=observation_spec, action_spec=action_spec
-        )
+        if actor_network_ctor is None and not self._discrete:
+            raise ValueError(f"{name}: actor_network_ctor=None needs discrete actions")
+        self._actor_network = None
+        if actor_network_ctor is not None:
+            self._actor_network = actor_network_ctor(
+                input_tensor_spec=observation_spec, action_spec=action_spec
+            )
         self._critic_networks = self._make_critics(
             observation_spec, action_spec, critic_network_ctor, q_network_ctor
         )
         self._target_critic_networks = _copy_critics(self._critic_networks)
-        for network in (self._actor_network, *self._critic_networks.modules()):
+        networks = (self._actor_network, *self._critic_networks.modules())
+        for network in (n for n in networks if n is not None):
             if getattr(network, "is_recurrent", False):
                 raise ValueError(f"{name} supports feed-forward networks only: {network.name}")
         self._log_alpha = _LogAlpha(initial_log_alpha)
-        if target_entropy is None:
+        if target_entropy is None and self._actor_network is None:
+            target_entropy = dist_utils.calc_default_target_entropy(action_spec)
+        elif target_entropy is None:
             target_entropy = _default_target_entropy(action_spec)
         elif callable(target_entropy):  # ALF's form, e.g. calc_default_target_entropy
             target_entropy = float(target_entropy(action_spec))
@@ -278,9 +302,14 @@ class SacAlgorithm(OffPolicyAlgorithm):
             (critic_optimizer, [self._critic_networks]),
             (alpha_optimizer, [self._log_alpha]),
         ):
-            if spec is not None:
+            if spec is not None and modules[0] is not None:  # no actor: ignored, as in ALF
                 self.add_optimizer(spec, modules)
         self._transition_mask = TransitionMask()
+        # ALF's evaluation samples with probability epsilon_greedy; here only without an
+        # actor (the actor's mode is evaluated as before)
+        self._epsilon_greedy = 0.0
+        if config is not None and self._actor_network is None:
+            self._epsilon_greedy = float(config.epsilon_greedy)
 
     def _make_critics(self, observation_spec, action_spec, critic_network_ctor, q_network_ctor):
         """Continuous: one ``CriticNetwork`` holding all replicas; discrete: a list of
@@ -321,7 +350,12 @@ class SacAlgorithm(OffPolicyAlgorithm):
     # -- acting --------------------------------------------------------------
 
     def predict_step(self, inputs: TimeStep, state) -> AlgStep:
-        """The mode of the policy (deterministic evaluation), ``[B, ...]``."""
+        """The mode of the policy (deterministic evaluation), ``[B, ...]``; without an
+        actor, a sample instead with probability ``TrainerConfig.epsilon_greedy`` (ALF)."""
+        if self._actor_network is None:
+            log_pi = self._log_probs(inputs.observation)
+            index = epsilon_greedy_action(log_pi, self._epsilon_greedy)
+            return AlgStep(output=self._critic_networks[0].index_action(index), state=state)
         dist, _ = self._actor_network(inputs.observation)
         return AlgStep(output=dist_utils.get_mode(dist), state=state)
 
@@ -331,6 +365,10 @@ class SacAlgorithm(OffPolicyAlgorithm):
         if self._random_initial_collect and self.initial_collect_pending():
             batch_size = inputs.step_type.shape[0]
             action = self._action_spec.sample((batch_size,)).to(inputs.step_type.device)
+            return AlgStep(output=action, state=state, info=SacRolloutInfo(action=action))
+        if self._actor_network is None:
+            index = epsilon_greedy_action(self._log_probs(inputs.observation), 1.0)
+            action = self._critic_networks[0].index_action(index)
             return AlgStep(output=action, state=state, info=SacRolloutInfo(action=action))
         dist, _ = self._actor_network(inputs.observation)
         parts = _squashed_normal_parts(dist)
@@ -366,7 +404,8 @@ class SacAlgorithm(OffPolicyAlgorithm):
             critic_q=pad_last(critic_q.reshape(*steps, -1)),
             target_v=pad_first(target_v.reshape(steps)),
             neg_entropy=neg_entropy.reshape(steps),
-            actor_q=actor_q.reshape(steps),
+            actor_q=actor_q.reshape(steps) if torch.is_tensor(actor_q) else (),
+            discounted_return=experience.rollout_info.discounted_return,
         )
 
     def _continuous_terms(self, observation, action, next_observation, alpha):
@@ -394,17 +433,24 @@ class SacAlgorithm(OffPolicyAlgorithm):
             if self._use_entropy_reward:
                 target_q = target_q - alpha * next_log_pi
             target_v = (next_log_pi.exp() * target_q).sum(-1)
-        log_pi = self._log_probs(observation)
-        pi = log_pi.exp()
         q_all = _stack_q(self._critic_networks, observation)  # [N, R, |A|]
+        if self._actor_network is None:  # the critics' Boltzmann policy, held fixed
+            log_pi = q_log_probs(q_all.detach(), alpha)
+        else:
+            log_pi = self._log_probs(observation)
+        pi = log_pi.exp()
         index = self._critic_networks[0].action_index(action)
         critic_q = q_all.gather(2, index[:, None, None].expand(-1, q_all.shape[1], 1))
-        actor_q = (pi * q_all.detach().amin(1)).sum(-1)
+        actor_q = () if self._actor_network is None else (pi * q_all.detach().amin(1)).sum(-1)
         neg_entropy = (pi * log_pi).sum(-1)
         return critic_q.squeeze(2), target_v, neg_entropy, actor_q
 
     def _log_probs(self, observation) -> torch.Tensor:
         """``log π(·|s)`` ``[N, |A|]`` of the categorical policy."""
+        if self._actor_network is None:
+            with torch.no_grad():
+                q_all = _stack_q(self._critic_networks, observation)
+                return q_log_probs(q_all, self._log_alpha.value.exp())
         dist, _ = self._actor_network(observation)
         return dist.logits  # torch's Categorical normalizes its logits
 

@@ -69,7 +69,9 @@ def sac_loss(
             ``critic_q`` :math:`Q_i(s_t, a_t)` ``[T, B, R]`` (last row unused);
             ``target_v`` :math:`V'(s_t)` ``[T, B]`` (row 0 unused);
             ``neg_entropy`` :math:`\log\pi(\tilde a_t|s_t)` ``[T-1, B]``;
-            ``actor_q`` :math:`\min_i Q_i(s_t, \tilde a_t)` ``[T-1, B]``.
+            ``actor_q`` :math:`\min_i Q_i(s_t, \tilde a_t)` ``[T-1, B]`` (``()``: no
+            actor, no actor loss); optionally ``discounted_return`` ``[T, B]`` for
+            the critic loss.
         log_alpha: the scalar parameter :math:`\log\alpha`.
         critic_loss: the TD loss giving ``J_Q`` (e.g. ``OneStepTDLoss``).
         target_entropy: :math:`\bar{\mathcal H}`.
@@ -79,9 +81,19 @@ def sac_loss(
     Returns:
         ``LossInfo(loss [T, B], extra=SacLossInfo, priority)``.
     """
-    td = critic_loss(info.reward, info.step_type, info.discount, info.critic_q, info.target_v)
+    td = critic_loss(
+        info.reward,
+        info.step_type,
+        info.discount,
+        info.critic_q,
+        info.target_v,
+        discounted_return=getattr(info, "discounted_return", ()),
+    )
     alpha = log_alpha.detach().exp()
-    actor_loss = alpha * info.neg_entropy - info.actor_q
+    if torch.is_tensor(info.actor_q):
+        actor_loss = alpha * info.neg_entropy - info.actor_q
+    else:  # no actor (the policy of the critics): nothing to train
+        actor_loss = torch.zeros_like(info.neg_entropy)
     alpha_loss = -log_alpha * (info.neg_entropy.detach() + target_entropy)
     loss = td.loss + pad_last(actor_loss + alpha_loss)
     priority = ()

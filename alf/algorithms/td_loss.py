@@ -76,7 +76,9 @@ class TDLoss:
                 reward, target_value, step_type, discounts, td_lambda=self._lambda
             )
 
-    def __call__(self, reward, step_type, discount, value, target_value) -> LossInfo:
+    def __call__(
+        self, reward, step_type, discount, value, target_value, discounted_return=()
+    ) -> LossInfo:
         """Loss ``[T, B]`` of ``value`` ``[T, B, ...]`` against targets from ``target_value``.
 
         Args:
@@ -84,12 +86,22 @@ class TDLoss:
             value: the critic's prediction ``[T, B]`` (or ``[T, B, k]`` for several
                 critics, all regressed to the same target).
             target_value: the target network's value ``[T, B]`` (or broadcastable).
+            discounted_return: ``[T, B]`` episodic returns of the replayed steps, or
+                ``()``: unused here (``LowerBoundedTDLoss`` bounds its targets by them).
         """
         targets = self.compute_targets(reward, step_type, discount, target_value)
+        return self._loss_info(targets, step_type, value)
+
+    def _loss_info(self, targets, step_type, value, trained_rows=None) -> LossInfo:
+        """The loss of ``value`` against ``targets`` ``[T-1, B]`` on the rows that are not
+        LAST (and ``trained_rows`` ``[T-1, B]`` when given)."""
         if value.ndim > targets.ndim:
             targets = targets.unsqueeze(-1).expand(*targets.shape, value.shape[-1])
         loss = self._td_error_loss_fn(targets, value[:-1])
-        not_last = (step_type[:-1] != StepType.LAST).to(loss.dtype)
+        not_last = step_type[:-1] != StepType.LAST
+        if trained_rows is not None:
+            not_last = not_last & trained_rows
+        not_last = not_last.to(loss.dtype)
         if loss.ndim > not_last.ndim:
             not_last = not_last.unsqueeze(-1)
             loss = (loss * not_last).sum(-1)
@@ -113,3 +125,126 @@ class OneStepTDLoss(TDLoss):
         name: str = "OneStepTDLoss",
     ):
         super().__init__(gamma=gamma, td_error_loss_fn=td_error_loss_fn, td_lambda=0.0, name=name)
+
+
+@alf.configurable
+class LowerBoundedTDLoss(TDLoss):
+    r"""TD loss whose targets are lower-bounded by known returns (ALF's class).
+
+    With ``lb_target_q`` :math:`= w > 0`, the target :math:`y_t` of every row whose
+    episodic return :math:`G^e_t` is known (``ReplayBuffer(record_episodic_return=True)``:
+    the discounted return from step ``t`` to the end of its finished episode, passed
+    as ``discounted_return``) becomes
+
+    .. math::
+
+        y_t \leftarrow (1 - w)\, y_t + w \max(y_t, G^e_t)
+
+    (rows whose return is ``default_return`` or below, i.e. unknown, keep :math:`y_t`).
+    A return actually obtained from ``t`` is a lower bound of the value of the policy
+    that obtained it, so of the optimal one: bounding speeds up propagating rare
+    rewards (Atari) when the values are still low. Set ``ReplayBuffer.gamma`` to this
+    loss's ``gamma`` and ``ReplayBuffer.reward_clip`` to the reward clipping.
+
+    With ``improve_w_nstep_bootstrap`` (needs ``td_lambda=1``), only row 0 is trained,
+    towards the largest of its ``n``-step bootstrapped returns
+    :math:`G^{(n)}_0 = \sum_{i=1}^{n} (\prod_{j<i} \gamma d_j) r_i
+    + (\prod_{j \le n} \gamma d_j) V_n` for ``n = 1 .. T-1`` (with
+    ``improve_w_nstep_only``: the larger of :math:`G^{(1)}_0` and :math:`G^{(T-1)}_0`);
+    an ``n``-step return does not cross a LAST row (it bootstraps there).
+
+    Args:
+        gamma, td_error_loss_fn, td_lambda: as ``TDLoss``.
+        normalize_target: ALF's target normalization: not in alf (must be False).
+        lb_target_q: the mixing rate :math:`w` in ``[0, 1]`` (0: no bounding).
+        default_return: the ``ReplayBuffer.default_return`` marking unknown returns.
+        improve_w_goal_return: ALF's bound by the distance to hindsight goals: not in
+            alf (must be False); ``reward_multiplier`` and ``positive_reward`` belong
+            to it and must keep their defaults.
+        improve_w_nstep_bootstrap: bound row 0 by its ``n``-step returns (above).
+        improve_w_nstep_only: use only the longest ``n``-step return (above).
+        debug_summaries: accepted for ALF's confs.
+        name: name in summaries.
+    """
+
+    def __init__(
+        self,
+        gamma: Discount = 0.99,
+        td_error_loss_fn: Callable = element_wise_squared_loss,
+        td_lambda: Probability = 0.95,
+        normalize_target: bool = False,
+        lb_target_q: Probability = 0.0,
+        default_return: float = -1000.0,
+        improve_w_goal_return: bool = False,
+        improve_w_nstep_bootstrap: bool = False,
+        improve_w_nstep_only: bool = False,
+        reward_multiplier: float = 1.0,
+        positive_reward: bool = True,
+        debug_summaries: bool = False,
+        name: str = "LbTDLoss",
+    ):
+        refused = {
+            "normalize_target": normalize_target,
+            "improve_w_goal_return": improve_w_goal_return,
+            "reward_multiplier": reward_multiplier != 1.0,
+            "positive_reward": not positive_reward,
+        }
+        for arg, set_ in refused.items():
+            if set_:
+                raise ValueError(f"LowerBoundedTDLoss.{arg}: not supported by alf")
+        if improve_w_nstep_bootstrap and td_lambda != 1.0:
+            raise ValueError("LowerBoundedTDLoss.improve_w_nstep_bootstrap needs td_lambda=1")
+        if improve_w_nstep_only and not improve_w_nstep_bootstrap:
+            raise ValueError(
+                "LowerBoundedTDLoss.improve_w_nstep_only needs improve_w_nstep_bootstrap"
+            )
+        if not 0.0 <= lb_target_q <= 1.0:
+            raise ValueError(f"LowerBoundedTDLoss.lb_target_q must be in [0, 1], got {lb_target_q}")
+        super().__init__(
+            gamma=gamma, td_error_loss_fn=td_error_loss_fn, td_lambda=td_lambda, name=name
+        )
+        self._lb_target_q = float(lb_target_q)
+        self._default_return = float(default_return)
+        self._nstep = improve_w_nstep_bootstrap
+        self._nstep_only = improve_w_nstep_only
+
+    def __call__(
+        self, reward, step_type, discount, value, target_value, discounted_return=()
+    ) -> LossInfo:
+        """As ``TDLoss.__call__``, with the targets bounded (class doc)."""
+        targets = self.compute_targets(reward, step_type, discount, target_value)
+        trained_rows = None
+        if self._nstep:
+            targets = targets.clone()
+            targets[0] = self._nstep_target(reward, step_type, discount, target_value)
+            targets[1:] = 0
+            trained_rows = torch.zeros_like(targets, dtype=torch.bool)
+            trained_rows[0] = True
+        if self._lb_target_q > 0 and torch.is_tensor(discounted_return):
+            targets = self.bound_targets(targets, discounted_return[:-1])
+        return self._loss_info(targets, step_type, value, trained_rows)
+
+    def bound_targets(self, targets: torch.Tensor, returns: torch.Tensor) -> torch.Tensor:
+        """``targets`` ``[T-1, B, ...]`` bounded by the episodic ``returns`` ``[T-1, B]``."""
+        returns = returns.to(targets.dtype)
+        while returns.ndim < targets.ndim:
+            returns = returns.unsqueeze(-1)
+        known = returns > self._default_return
+        w = self._lb_target_q
+        bounded = (1 - w) * targets + w * torch.maximum(targets, returns)
+        return torch.where(known, bounded, targets)
+
+    @torch.no_grad()
+    def _nstep_target(self, reward, step_type, discount, target_value) -> torch.Tensor:
+        """Row 0's target: the largest (or, ``improve_w_nstep_only``, the first and the
+        longest) of its ``n``-step bootstrapped returns, ``[B, ...]``."""
+        discounts = discount * self._gamma
+        num_steps = step_type.shape[0]
+        lengths = (1, num_steps - 1) if self._nstep_only else range(1, num_steps)
+        returns = [
+            value_ops.discounted_return(
+                reward[: n + 1], target_value[: n + 1], step_type[: n + 1], discounts[: n + 1]
+            )[0]
+            for n in lengths
+        ]
+        return torch.stack(returns).amax(0)

@@ -221,8 +221,10 @@ def main(argv=None) -> int:
         only = re.compile(args.only) if args.only else None
     except (ValueError, re.error) as e:
         parser.error(str(e))
-    files = [f for f in files if only is None or only.search(f)]
+    # Every file is staged (a selected conf imports others, e.g. ``from alf.examples
+    # import ac_breakout_conf``); only the selected ones are run.
     stage = stage_examples(args.alf_dir, files)
+    files = [f for f in files if only is None or only.search(f)]
     try:
         with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
             verdicts = list(pool.map(lambda rel: run_one(stage, rel, args.timeout), files))

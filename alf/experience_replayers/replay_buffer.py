@@ -10,8 +10,10 @@ device; the storage stays on the CPU.
 
 The job is split: ``RingPositions`` (``ring.py``) keeps the per-env position counters
 and the slot layout, ``PrioritizedSampler`` (``prioritized.py``) the priorities and
-sampling by them (Schaul et al. 2016, "Prioritized Experience Replay"), and
-``ReplayBuffer`` the storage, what is added and read, and checkpoints.
+sampling by them (Schaul et al. 2016, "Prioritized Experience Replay"),
+``EpisodicReturns`` (``episodic.py``) the discounted return of each step to its
+episode's end (``record_episodic_return``), and ``ReplayBuffer`` the storage, what is
+added and read, and checkpoints.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ import torch
 
 import alf
 import alf.nest as nest
-from alf.configuration.argtypes import Count, ScheduledFloat
+from alf.configuration.argtypes import Count, Discount, ScheduledFloat
 from alf.data_structures import BatchInfo
 from alf.experience_replayers import buffer_state
+from alf.experience_replayers.episodic import EpisodicReturns
 from alf.experience_replayers.prioritized import PrioritizedSampler
 from alf.experience_replayers.ring import RingPositions
 from alf.utils.schedulers import as_scheduler
@@ -54,6 +57,17 @@ class ReplayBuffer:
             step reachable).
         enable_checkpoint: save the buffer in checkpoints (when
             ``TrainerConfig.checkpoint_replay_buffer`` is True too).
+        keep_episodic_info: ALF's episode indexing (alf scans step types instead); it
+            must not be False with ``record_episodic_return``, as in ALF.
+        record_episodic_return: keep each stored step's discounted return to its
+            episode's end, once that is in the buffer (``episodic.py``), for
+            ``BatchInfo.discounted_return``. The rewards are raw (transformers run after
+            sampling): match ``reward_clip`` and ``gamma`` to the ``RewardClipping`` and
+            the TD loss.
+        default_return: the return of steps whose episode has not ended (or ended by a
+            time limit): below any real return (e.g. 0 with nonnegative rewards).
+        gamma: the discount of the returns.
+        reward_clip: None or ``(min, max)``: clip the rewards of the returns.
     """
 
     def __init__(
@@ -68,6 +82,11 @@ class ReplayBuffer:
         priority_beta: ScheduledFloat = 0.4,
         priority_eps: float = 1e-6,
         enable_checkpoint: bool = True,
+        keep_episodic_info: bool | None = None,
+        record_episodic_return: bool = False,
+        default_return: float = -1000.0,
+        gamma: Discount = 0.99,
+        reward_clip: tuple[float, float] | None = None,
     ):
         self.enable_checkpoint = enable_checkpoint
         self._data_spec = data_spec
@@ -91,6 +110,13 @@ class ReplayBuffer:
             self._priorities = PrioritizedSampler(
                 self._ring, float(priority_alpha), self._beta, float(priority_eps)
             )
+        self._episodic = None
+        if record_episodic_return:
+            if keep_episodic_info is False:
+                raise ValueError(f"{name}: record_episodic_return needs keep_episodic_info")
+            self._episodic = EpisodicReturns(
+                self._ring, self._buffer, gamma, reward_clip, default_return
+            )
 
     # -- description -------------------------------------------------------------
 
@@ -109,6 +135,10 @@ class ReplayBuffer:
     @property
     def prioritized_sampling(self) -> bool:
         return self._priorities is not None
+
+    @property
+    def records_episodic_return(self) -> bool:
+        return self._episodic is not None
 
     @property
     def max_priority(self) -> float:
@@ -154,10 +184,13 @@ class ReplayBuffer:
         """
         env_ids = self._ring.env_ids(env_ids)
         slots = self._ring.slots(env_ids, self._ring.current_pos[env_ids])
+        positions = self._ring.current_pos[env_ids].unsqueeze(0)
         self._put_all(slots, nest.flatten(batch))
         self._ring.current_pos[env_ids] += 1
         if self._priorities is not None:
             self._priorities.mark_new(slots)
+        if self._episodic is not None:
+            self._episodic.on_add(batch, env_ids, positions, lambda x: x.unsqueeze(0))
 
     def add_steps(self, steps, env_ids: torch.Tensor | None = None) -> None:
         """Append ``T`` consecutive steps ``[T, B, ...]`` for the envs ``env_ids`` ``[B]``.
@@ -177,6 +210,8 @@ class ReplayBuffer:
         self._ring.current_pos[env_ids] += num_steps
         if self._priorities is not None:
             self._priorities.mark_new(slots.reshape(-1))
+        if self._episodic is not None:
+            self._episodic.on_add(steps, env_ids, pos, lambda x: x)
 
     def _put_all(self, slots: torch.Tensor, values: list) -> None:
         """Write the leaves ``values`` ``[*slots.shape, ...]`` at the distinct flat
@@ -230,7 +265,10 @@ class ReplayBuffer:
             ``time_major``) and
             ``BatchInfo(env_ids, positions, importance_weights)``, each ``[B]``:
             env id (int64), position of each sequence's first step (int64), and
-            importance weights (float32; ``()`` for uniform sampling).
+            importance weights (float32; ``()`` for uniform sampling); with
+            ``record_episodic_return`` also ``discounted_return`` ``[B, T]`` (float32),
+            each sampled step's return to its episode's end, ``default_return`` where
+            not available (``episodic.py``; ALF gives the first step's, ``[B]``).
         """
         if batch_length > self._max_length:
             raise ValueError(
@@ -249,6 +287,9 @@ class ReplayBuffer:
             slots = slots.t()
         batch = nest.unflatten(self._treespec, self._take_all(slots))
         info = BatchInfo(env_ids=env_ids, positions=first_pos, importance_weights=weights)
+        if self._episodic is not None:
+            returns = self._episodic.read(env_ids.unsqueeze(1), positions)
+            info = info._replace(discounted_return=returns)
         return batch, info
 
     def _take_all(self, slots: torch.Tensor) -> list[torch.Tensor]:
@@ -310,6 +351,17 @@ class ReplayBuffer:
         positions = torch.as_tensor(positions, dtype=torch.int64).cpu()
         return self._ring.steps_to_last(step_types, env_ids, positions, chunk)
 
+    def discounted_return(self, env_ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """The episodic discounted returns (``record_episodic_return``) at ``positions`` of
+        envs ``env_ids`` (broadcast), float32; ``default_return`` where not available."""
+        if self._episodic is None:
+            raise RuntimeError(f"{self._name}: discounted_return without record_episodic_return")
+        env_ids = torch.as_tensor(env_ids, dtype=torch.int64).cpu()
+        positions = torch.as_tensor(positions, dtype=torch.int64).cpu()
+        env_ids = env_ids.expand_as(positions)
+        self._ring.check_readable(env_ids, positions)
+        return self._episodic.read(env_ids, positions)
+
     # -- priorities --------------------------------------------------------------------
 
     def update_priority(self, env_ids, positions, priorities) -> None:
@@ -362,7 +414,10 @@ class ReplayBuffer:
         checkpoint of a large buffer does not need twice its memory): save or clone
         them before the buffer changes.
         """
-        return buffer_state.buffer_state(self._flat_buffer, self._ring, self._priorities)
+        state = buffer_state.buffer_state(self._flat_buffer, self._ring, self._priorities)
+        if self._episodic is not None:
+            state.update(self._episodic.state_dict())
+        return state
 
     def state_nbytes(self, state: dict | None = None) -> int:
         """Bytes of the tensors of ``state`` (``state_dict()`` when None)."""
@@ -375,3 +430,5 @@ class ReplayBuffer:
         step the priority ``max_priority`` (1).
         """
         buffer_state.load_buffer_state(state, self._flat_buffer, self._ring, self._priorities)
+        if self._episodic is not None and not self._episodic.load_state_dict(state):
+            self._episodic.rebuild()

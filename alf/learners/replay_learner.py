@@ -46,6 +46,11 @@ class ReplayLearner(Learner):
     to 1 over the training progress. The minibatches of one iteration are drawn
     together, so updated priorities count from the next iteration on.
 
+    **Episodic returns** (``ReplayBuffer.record_episodic_return``, configured). Sampled
+    training also gets ``BatchInfo.discounted_return`` ``[B, T]``, each step's return to
+    its episode's end, and puts it time-major in ``rollout_info.discounted_return`` when
+    the algorithm's rollout info has that field (``LowerBoundedTDLoss`` uses it).
+
     **Checkpoints.** ``PolicyTrainer`` saves ``replay_buffer.state_dict()``. A state
     loaded before the buffer exists is kept and loaded right after the buffer is
     built, before the first step is added.
@@ -231,8 +236,22 @@ class ReplayLearner(Learner):
         ):
             part_exp = self._transform(part_exp, part_info.env_ids, part_info.positions)
             part_exp = alg.preprocess_experience(part_exp)
+            part_exp = with_discounted_return(part_exp, part_info)
             alg.update_from_experience(part_exp._replace(batch_info=to_device(part_info)))
         alg.after_train_iter(experience._replace(batch_info=batch_info))
+
+
+def with_discounted_return(experience: Experience, batch_info: BatchInfo) -> Experience:
+    """``experience`` ``[T, B]`` with ``rollout_info.discounted_return`` set to the
+    sampled steps' episodic returns ``[T, B]`` (``batch_info.discounted_return``
+    ``[B, T]``) when the buffer records them and the algorithm's rollout info has that
+    field (as ALF's ``Agent.preprocess_experience`` does); else ``experience`` as is."""
+    returns = batch_info.discounted_return
+    info = experience.rollout_info
+    if not torch.is_tensor(returns) or "discounted_return" not in getattr(info, "_fields", ()):
+        return experience
+    returns = returns.t().to(experience.time_step.reward.device)
+    return experience._replace(rollout_info=info._replace(discounted_return=returns))
 
 
 def _store(buffer: ReplayBuffer, experiences: list[Experience]) -> None:

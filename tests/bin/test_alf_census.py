@@ -106,3 +106,22 @@ def test_bad_input_is_one_line(tmp_path):
     assert done.stderr.strip().splitlines() == [
         f"alf_census: error: --alf_dir {tmp_path}: no alf/examples directory in it"
     ]
+
+
+def test_only_runs_the_selected_confs_with_every_file_staged(tmp_path):
+    """``--only`` selects what runs; the other files are still staged, so a selected
+    conf that imports one of them finds it (and is blocked by what that one needs)."""
+    alf_dir = tmp_path / "alf_checkout"
+    for rel in ("muzero_conf.py", "second_muzero_conf.py"):
+        path = alf_dir / "alf" / "examples" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(FILES[rel])
+    out = tmp_path / "census.json"
+    cmd = [sys.executable, "-m", "alf.bin.alf_census", "--alf_dir", str(alf_dir)]
+    cmd += ["--only", "second_", "--json", str(out)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with open(out) as f:
+        verdicts = json.load(f)
+    assert [v["file"] for v in verdicts] == ["second_muzero_conf.py"]
+    assert verdicts[0]["verdict"] == "needs an algorithm", verdicts[0]
