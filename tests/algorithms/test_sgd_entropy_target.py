@@ -135,7 +135,7 @@ def test_agent_with_ppo_trains_log_alpha_with_the_agent_optimizer():
         assert isinstance(target, SGDEntropyTargetAlgorithm)
         ((_, optimizer, params),) = alg.optimizers()
         assert any(p is target.log_alpha for p in params)
-        before = float(target.log_alpha)
+        before = float(target.log_alpha.detach())
         alg.train_iter()
         assert float(target.log_alpha) != before and int(target._count) > 0
         assert {"_entropy_target._log_alpha", "_entropy_target._recent"} <= set(alg.state_dict())
