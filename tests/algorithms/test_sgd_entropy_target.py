@@ -137,7 +137,7 @@ def test_agent_with_ppo_trains_log_alpha_with_the_agent_optimizer():
         assert any(p is target.log_alpha for p in params)
         before = float(target.log_alpha.detach())
         alg.train_iter()
-        assert float(target.log_alpha) != before and int(target._count) > 0
+        assert float(target.log_alpha.detach()) != before and int(target._count) > 0
         assert {"_entropy_target._log_alpha", "_entropy_target._recent"} <= set(alg.state_dict())
     finally:
         env.close()
