@@ -20,7 +20,7 @@ PACKAGES = {
     "alf.data_structures": 10,
     "alf.environments": 26,
     "alf.layers": 37,
-    "alf.networks": 32,
+    "alf.networks": 33,
     "alf.optimizers": 5,
 }
 """Public packages (and the module ``alf.data_structures``) -> number of names exported."""

@@ -40,6 +40,7 @@ _EXPORTS = {
     "ppo_loss": ("PPOLoss",),
     "rl_algorithm": ("RLAlgorithm",),
     "sac_algorithm": ("SacAlgorithm",),
+    "sarsa_algorithm": ("SarsaAlgorithm",),
     "td_loss": ("OneStepTDLoss", "TDLoss"),
     "trac_algorithm": ("TracAlgorithm",),
     "unroller": ("AlgorithmPolicy", "Unroll", "Unroller"),

@@ -18,7 +18,8 @@ measured again. So the step is kept but scaled down until the policy moves by at
 bound. The critic's step and the optimizer's state are not touched (as ALF).
 
 In alf ``TracAlgorithm(...)`` builds ``ac_algorithm_cls`` (``ActorCriticAlgorithm``,
-``PPOAlgorithm`` or a subclass) with this trust-region step added, as a subclass of it:
+``PPOAlgorithm``, ``SarsaAlgorithm`` or a subclass) with this trust-region step added, as
+a subclass of it:
 its configured values, checkpoints and ``play`` are those of ``ac_algorithm_cls``.
 The actor must be feed-forward.
 """
@@ -35,6 +36,7 @@ import alf
 import alf.nest as nest
 import alf.summary
 from alf.algorithms.actor_critic_algorithm import ActorCriticAlgorithm
+from alf.algorithms.sarsa_algorithm import SarsaAlgorithm
 from alf.data_structures import StepType
 from alf.tensor_specs import TensorSpec
 
@@ -159,11 +161,12 @@ _TRAC_CLASSES = {}
 def trac_class(ac_algorithm_cls):
     """The subclass of ``ac_algorithm_cls`` with the trust-region step (cached)."""
     if not (
-        isinstance(ac_algorithm_cls, type) and issubclass(ac_algorithm_cls, ActorCriticAlgorithm)
+        isinstance(ac_algorithm_cls, type)
+        and issubclass(ac_algorithm_cls, (ActorCriticAlgorithm, SarsaAlgorithm))
     ):
         raise ValueError(
-            "TracAlgorithm.ac_algorithm_cls must be ActorCriticAlgorithm or a subclass "
-            f"(e.g. PPOAlgorithm), got {ac_algorithm_cls!r}"
+            "TracAlgorithm.ac_algorithm_cls must be ActorCriticAlgorithm, SarsaAlgorithm or "
+            f"a subclass (e.g. PPOAlgorithm), got {ac_algorithm_cls!r}"
         )
     if ac_algorithm_cls not in _TRAC_CLASSES:
         name = "Trac" + ac_algorithm_cls.__name__
@@ -187,7 +190,8 @@ def TracAlgorithm(  # noqa: N802 (ALF's public name)
 
     Args:
         observation_spec, action_spec, reward_spec, env, config: as for any algorithm.
-        ac_algorithm_cls: ``ActorCriticAlgorithm`` or a subclass (configured as usual).
+        ac_algorithm_cls: ``ActorCriticAlgorithm``, ``SarsaAlgorithm`` or a subclass
+            (configured as usual).
         action_dist_clip_per_dim: the allowed change per action dim (module doc).
         debug_summaries: passed to the algorithm when True.
         name: the algorithm's name.

@@ -140,7 +140,7 @@ class TimeLimit(AlfEnvironmentBaseWrapper):
 
 @alf.configurable
 class RandomFirstEpisodeLength(AlfEnvironmentBaseWrapper):
-    """Truncate the first episode after a random number of steps in ``[1, max_length]``.
+    """Truncate the first episode(s) after a random number of steps in ``[1, max_length]``.
 
     Parallel envs that start together otherwise end their episodes together,
     which correlates the collected experience. The cut is a LAST with the
@@ -150,25 +150,43 @@ class RandomFirstEpisodeLength(AlfEnvironmentBaseWrapper):
         env: an unbatched ``AlfEnvironment``.
         max_length: upper bound of the first episode's length (e.g. the time limit).
         seed: seed of the length draw (None: nondeterministic).
+        random_length_range: ALF's name of ``max_length`` (give one of the two).
+        num_episodes: the first so many episodes get a random length (ALF's argument).
     """
 
-    def __init__(self, env: AlfEnvironment, max_length: int, seed: int | None = None):
+    def __init__(
+        self,
+        env: AlfEnvironment,
+        max_length: int | None = None,
+        seed: int | None = None,
+        random_length_range: int | None = None,
+        num_episodes: int = 1,
+    ):
+        if (max_length is None) == (random_length_range is None):
+            raise ValueError(
+                "RandomFirstEpisodeLength needs max_length (or ALF's random_length_range), "
+                "and only one of them"
+            )
+        if max_length is None:
+            max_length = random_length_range
         if max_length <= 0:
             raise ValueError(f"max_length must be > 0, got {max_length}")
+        if num_episodes < 0:
+            raise ValueError(f"num_episodes must be >= 0, got {num_episodes}")
         super().__init__(env)
         self._rng = np.random.default_rng(seed)
         self._max_length = int(max_length)
+        self._num_episodes = int(num_episodes)
+        self._episodes = 0  # episodes started
         self._first_length = None
         self._num_steps = 0
-        self._first_episode = True
 
     def seed(self, seed: int) -> None:
         self._rng = np.random.default_rng(seed)
         super().seed(seed)
 
     def _reset(self) -> TimeStep:
-        if self._first_length is not None:
-            self._first_episode = False
+        self._episodes += 1
         self._first_length = int(self._rng.integers(1, self._max_length + 1))
         self._num_steps = 0
         return self._env.reset()
@@ -177,7 +195,7 @@ class RandomFirstEpisodeLength(AlfEnvironmentBaseWrapper):
         time_step = self._env.step(action)
         self._num_steps += 1
         if (
-            self._first_episode
+            self._episodes <= self._num_episodes
             and self._num_steps >= self._first_length
             and not time_step.is_last()
         ):

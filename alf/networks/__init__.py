@@ -18,6 +18,7 @@ from alf.networks.latent_actor_networks import (
 )
 from alf.networks.network import Network, NetworkWrapper, wrap_as_network
 from alf.networks.normalizing_flow_networks import RealNVPNetwork
+from alf.networks.ou_process import OUProcess
 from alf.networks.projection_networks import (
     BetaProjectionNetwork,
     CategoricalProjectionNetwork,
@@ -63,6 +64,7 @@ __all__ = [
     "NestConcat",
     "Network",
     "NormalProjectionNetwork",
+    "OUProcess",
     "QNetwork",
     "StableNormalProjectionNetwork",
     "TruncatedProjectionNetwork",

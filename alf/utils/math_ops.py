@@ -20,6 +20,13 @@ def clipped_exp(x, clip_value_min=-20.0, clip_value_max=2.0):
     return torch.exp(torch.clamp(x, clip_value_min, clip_value_max))
 
 
+def softsign(x: torch.Tensor) -> torch.Tensor:
+    """``x / (1 + |x|)``: onto ``(-1, 1)`` like tanh, with polynomial instead of
+    exponential tails, so its gradient vanishes more slowly (ALF's ``alf.math.softsign``;
+    e.g. ``ActorNetwork.squashing_func``)."""
+    return torch.nn.functional.softsign(x)
+
+
 def add_ignore_empty(x, y):
     """``x + y``, where an empty nest ``()`` (or None) acts as zero.
 

@@ -128,6 +128,18 @@ def test_random_first_episode_length():
     assert len(firsts) > 1
 
 
+def test_random_first_episode_length_with_alf_arguments():
+    """ALF's names: ``random_length_range`` for ``max_length``; ``num_episodes`` episodes cut."""
+    env = RandomFirstEpisodeLength(
+        AlfGymWrapper(CountingEnv(terminate_at=50)), random_length_range=3, num_episodes=2, seed=0
+    )
+    lengths = _episode_lengths(env, 60)
+    assert all(1 <= n <= 3 and d == 1.0 for n, d in lengths[:2])
+    assert lengths[2] == (50, 0.0)
+    with pytest.raises(ValueError, match="random_length_range"):
+        RandomFirstEpisodeLength(AlfGymWrapper(CountingEnv()), max_length=3, random_length_range=3)
+
+
 def test_non_episodic_agent():
     env = NonEpisodicAgent(AlfGymWrapper(CountingEnv(terminate_at=2)))
     assert [r[:2] for r in _rows(env, [1, 1, 1])] == [
