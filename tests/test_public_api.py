@@ -16,7 +16,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 PACKAGES = {
     "alf": 12,
-    "alf.algorithms": 42,
+    "alf.algorithms": 43,
     "alf.data_structures": 10,
     "alf.environments": 26,
     "alf.layers": 37,
