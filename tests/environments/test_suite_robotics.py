@@ -34,6 +34,12 @@ def _goal_env(env):
     return env.unwrapped.gym.unwrapped
 
 
+def _put_goal_at_the_gripper(env):
+    gym_env = _goal_env(env)
+    grip = gym_env._utils.get_site_xpos(gym_env.model, gym_env.data, "robot0:grip")
+    gym_env.goal = grip.copy()
+
+
 def test_alf_ids_are_translated_to_the_mujoco_bindings():
     assert gym_ids.translate_env_id("FetchReach-v1") == "FetchReach-v4"
     assert gym_ids.translate_env_id("FetchPickAndPlaceDense-v1") == "FetchPickAndPlaceDense-v4"
@@ -80,8 +86,7 @@ def test_goal_dict_and_the_relabeling_reward_agree_with_the_env():
 def test_success_is_reported_at_the_end_of_the_episode():
     env = suite_robotics.load(REACH, concat_desired_goal=False, max_episode_steps=5)
     env.reset()
-    grip = _goal_env(env)._utils.get_site_xpos(_goal_env(env).model, _goal_env(env).data, "robot0:grip")
-    _goal_env(env).goal = grip.copy()  # the gripper is at the goal and stays there
+    _put_goal_at_the_gripper(env)  # the gripper stays there: the goal is reached at every step
     steps = [env.step(np.zeros(4, np.float32)) for _ in range(5)]
     assert [float(t.reward) for t in steps] == [0.0] * 5
     assert [float(t.env_info["success"]) for t in steps] == [0.0] * 4 + [1.0]
@@ -94,8 +99,7 @@ def test_sparse_reward_ends_the_episode_with_discount_0():
     steps = _run(env, 3)
     assert {float(t.reward) for t in steps[1:]} <= {0.0, 1.0}
     assert all(t.step_type == MID for t in steps[1:])  # a random goal is not reached at once
-    gym_env = _goal_env(env)
-    gym_env.goal = gym_env._utils.get_site_xpos(gym_env.model, gym_env.data, "robot0:grip").copy()
+    _put_goal_at_the_gripper(env)
     ts = env.step(np.zeros(4, np.float32))
     assert ts.step_type == LAST and float(ts.discount) == 0.0 and float(ts.reward) == 1.0
     env.close()
