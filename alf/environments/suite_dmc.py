@@ -23,10 +23,13 @@ its last step is a LAST with discount 1 when the episode ran out of time and wit
 when the task terminated it (``lqr``, when the state reaches the origin; a hand-made
 ``dm_env``). ``DMControlGymEnv`` maps a LAST with discount 0 to ``terminated`` (alf: LAST,
 discount 0) and any other LAST to ``truncated`` (alf: LAST, discount ``discount``, 1 by
-default, so values bootstrap). Time limits follow ALF: dm_control's own limit (20 s of
-simulated time, e.g. 1000 control steps of ``cheetah:run``) is switched off and alf's
-``TimeLimit`` ends episodes after ``max_episode_steps`` agent steps (1000 by default) with a
-LAST of discount 1. ``max_episode_steps=None`` keeps dm_control's own time limit instead (also
+default, so values bootstrap). A MID step's dm_env discount, 1 in every suite task, is not
+passed on (its alf discount is ``discount``).
+
+Time limits follow ALF: dm_control's own limit (the task's simulated time, e.g. 20 s, 1000
+control steps, for ``cheetah:run``) is switched off and alf's ``TimeLimit`` ends episodes
+after ``max_episode_steps`` agent steps (1000 by default) with a LAST of discount 1.
+``max_episode_steps=None`` keeps dm_control's own time limit instead (also
 a LAST of discount 1); 0 means no limit at all.
 
 Seeding: ``env.seed(s)`` reseeds the task's random state (``task.random``) at the next
