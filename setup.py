@@ -24,7 +24,12 @@ setup(
         "optree>=0.10",
     ],
     extras_require={
-        "mujoco": ["mujoco>=3.0", "gymnasium[mujoco]>=1.0"],
+        # mujoco < 4 in every extra: dm_control (1.0.50, the latest) fails on mujoco 4.0
+        # (MjModel.flex_vertedge), and one pin keeps pip from installing 4.0 for one extra and
+        # downgrading it over mujoco-core's files for another
+        "mujoco": ["mujoco>=3.0,<4", "gymnasium[mujoco]>=1.0"],
+        "dmc": ["dm_control>=1.0.50", "mujoco>=3.17,<4"],  # alf.environments.suite_dmc
+        "robotics": ["gymnasium-robotics>=1.4", "mujoco>=3.0,<4"],  # suite_robotics (Fetch)
         "envpool": ["envpool>=0.8"],  # create_environment.batched_backend='envpool'
         "atari": ["ale-py>=0.9"],  # alf.environments.suite_atari (the ROMs ship with ale-py)
         "test": ["pytest>=7", "pytest-timeout>=2.1", "psutil>=5.9", "ruff>=0.5"],

@@ -18,7 +18,7 @@ PACKAGES = {
     "alf": 12,
     "alf.algorithms": 43,
     "alf.data_structures": 10,
-    "alf.environments": 26,
+    "alf.environments": 28,
     "alf.layers": 37,
     "alf.networks": 33,
     "alf.optimizers": 5,

@@ -8,7 +8,14 @@ first access (``alf.utils.lazy_exports``): a process worker importing
 
 from alf.utils.lazy_exports import lazy_exports
 
-_SUBMODULES = ("alf_wrappers", "gym_wrappers", "suite_atari", "suite_gym")
+_SUBMODULES = (
+    "alf_wrappers",
+    "gym_wrappers",
+    "suite_atari",
+    "suite_dmc",
+    "suite_gym",
+    "suite_robotics",
+)
 
 _EXPORTS = {
     "alf_environment": ("AlfEnvironment",),

@@ -8,7 +8,10 @@ once per process and id, a warning naming both:
   (``Pendulum-v0`` -> ``Pendulum-v1``, ``BipedalWalker-v2`` -> ``-v3``, ...);
 - MuJoCo ``-v2``/``-v3`` ids (``HalfCheetah-v2``...): gymnasium still registers them but
   they need ``mujoco-py``, which does not build against today's MuJoCo; they become
-  ``-v5`` (the ``mujoco`` bindings). ``-v4`` ids are valid and kept.
+  ``-v5`` (the ``mujoco`` bindings). ``-v4`` ids are valid and kept;
+- gymnasium-robotics' goal tasks under their mujoco-py ids (``ROBOTICS``): ``Fetch*-v1``
+  (``-v0``..``-v3``) becomes ``-v4``, ``HandReach-v0`` ``-v3``, ``HandManipulate*-v0`` ``-v1``
+  (the same tasks on the ``mujoco`` bindings, ``suite_robotics``).
 
 The later versions are the same tasks with fixes (e.g. BipedalWalker-v3 and
 LunarLander-v3 fixed reward and physics bugs; MuJoCo v5 fixed contact and observation
@@ -54,6 +57,14 @@ MUJOCO = (
 
 _MUJOCO_OLD = re.compile(r"(?P<name>" + "|".join(MUJOCO) + r")-v[23]")
 
+ROBOTICS = (
+    (re.compile(r"(?P<name>Fetch(?:Reach|Push|Slide|PickAndPlace)(?:Dense)?)-v[0-3]"), "v4"),
+    (re.compile(r"(?P<name>HandReach(?:Dense)?)-v[0-2]"), "v3"),
+    (re.compile(r"(?P<name>HandManipulate\w+)-v0"), "v1"),
+)
+"""gymnasium-robotics' mujoco-py ids (pattern) and the version of the same task on the
+``mujoco`` bindings."""
+
 _WARNED = set()
 
 
@@ -66,6 +77,10 @@ def translate_env_id(env_id: str) -> str:
     match = _MUJOCO_OLD.fullmatch(env_id)
     if match is not None:
         new_id = f"{match['name']}-v5"
+    for pattern, version in ROBOTICS:
+        match = pattern.fullmatch(env_id)
+        if match is not None:
+            new_id = f"{match['name']}-{version}"
     if new_id is None:
         return env_id
     if env_id not in _WARNED:

@@ -18,6 +18,12 @@ from alf.environments import gym_ids, suite_gym
         ("CartPole-v0", "CartPole-v0"),
         ("MountainCar-v0", "MountainCar-v0"),
         ("Hopper-v4", "Hopper-v4"),
+        ("FetchReach-v1", "FetchReach-v4"),
+        ("FetchSlideDense-v1", "FetchSlideDense-v4"),
+        ("FetchPush-v4", "FetchPush-v4"),
+        ("HandReach-v0", "HandReach-v3"),
+        ("HandManipulateEgg_BooleanTouchSensors-v0", "HandManipulateEgg_BooleanTouchSensors-v1"),
+        ("HandManipulatePen-v1", "HandManipulatePen-v1"),
         ("alf.environments.toy_envs:CountingEnv-v0", "alf.environments.toy_envs:CountingEnv-v0"),
     ],
 )
