@@ -83,7 +83,9 @@ def test_joint_critic_pass_by_hand():
     exp = _experience()
     calls = []
     alg.critic_networks.register_forward_hook(
-        lambda module, inputs, out: calls.append((inputs[0], [m.training for m in alg._critic_norms]))
+        lambda module, inputs, out: calls.append(
+            (inputs[0], [m.training for m in alg._critic_norms])
+        )
     )
     alg.critic_networks.train(False)  # the pass sets its own mode
     seeding.set_random_seed(3)
