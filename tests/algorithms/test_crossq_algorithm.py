@@ -266,6 +266,7 @@ def test_crossq_checkpoint_round_trip():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # minutes on a busy 2-core machine
 def test_crossq_learns_pendulum_slow():
     """sb3-contrib's CrossQ settings (critics 256 wide to keep it short) on Pendulum-v1:
     a random policy scores about -1,200; CrossQ passes -400 within 4,000 steps."""

@@ -185,6 +185,7 @@ def test_oac_checkpoint_round_trip():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # minutes on a busy 2-core machine
 def test_oac_learns_pendulum_slow():
     """SAC's Pendulum settings with OAC's exploration (the paper's β_UB = 4.66 and
     δ = 23.53, i.e. explore_delta = sqrt(2 δ)): a random policy scores about -1,200."""
