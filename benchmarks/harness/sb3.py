@@ -22,7 +22,8 @@ def _linear(start: float, progress_remaining: float) -> float:
 
 
 def model(task: dict, seed: int, **overrides):
-    """SB3's DQN, PPO or SAC (or ``task["sb3_class"]``) for ``task`` (``{"linear": v}`` schedules, activations by name)."""
+    """SB3's DQN, PPO or SAC (or ``task["sb3_class"]``) for ``task`` (``{"linear": v}``
+    schedules, activations by name)."""
     import gymnasium as gym
     import torch
     from stable_baselines3 import DQN, PPO, SAC
