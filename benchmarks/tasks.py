@@ -12,6 +12,10 @@ import dataclasses
 SB3_SAC = dict(learning_rate=3e-4, buffer_size=1_000_000, learning_starts=100, batch_size=256)
 SB3_SAC.update(tau=0.005, gamma=0.99, train_freq=1, gradient_steps=1, ent_coef="auto")
 SB3_SAC.update(target_entropy="auto", policy_kwargs=dict(net_arch=[256, 256]))
+#: ``sb3_contrib.CrossQ`` keyword arguments at its defaults (its policy: actor 256x256, critics
+#: 1024x1024 with BatchRenorm, Adam betas (0.5, 0.999)); alf's conf has the same.
+SB3_CROSSQ = dict(SB3_SAC, learning_rate=1e-3, policy_delay=3, policy_kwargs={})
+del SB3_CROSSQ["tau"]
 SB3_PPO_CART_POLE = dict(n_steps=32, batch_size=256, n_epochs=20, gamma=0.98, gae_lambda=0.8)
 SB3_PPO_CART_POLE.update(learning_rate={"linear": 1e-3}, clip_range={"linear": 0.2})
 SB3_PPO_CART_POLE.update(ent_coef=0.0, vf_coef=0.5, max_grad_norm=0.5)
@@ -30,7 +34,9 @@ SB3_DQN["policy_kwargs"] = dict(net_arch=[256, 256])
 @dataclasses.dataclass(frozen=True)
 class Task:
     """One benchmark: ``sb3`` holds SB3's keyword arguments; ``steady_starts`` is SAC's
-    ``learning_starts`` in steady-state runs (alf: ``initial_collect_steps``)."""
+    ``learning_starts`` in steady-state runs (alf: ``initial_collect_steps``); ``sb3_class``
+    (``"module:Class"``) replaces SB3's class of ``algorithm`` (which says how the task runs:
+    CrossQ runs as SAC does)."""
 
     name: str
     algorithm: str  # "ppo", "sac" or "dqn"
@@ -47,6 +53,7 @@ class Task:
     learning_starts: int = 0
     steady_starts: int = 0
     normalize: bool = False  # PPO: SB3 in VecNormalize (the zoo's ``normalize: true``)
+    sb3_class: str = ""
 
     @property
     def unit(self) -> str:
@@ -67,6 +74,11 @@ class Task:
         )
 
 
+_CROSSQ_HALFCHEETAH = Task(
+    "crossq_halfcheetah", "sac", "HalfCheetah-v5", "alf/examples/crossq_halfcheetah_conf.py",
+    env_steps=100_000, eval_every=10_000, seeds=(0, 1, 2), sb3=SB3_CROSSQ, num_eval_episodes=5,
+    learning_starts=100, steady_starts=1_000, sb3_class="sb3_contrib:CrossQ",
+)  # fmt: skip
 _PPO_HALFCHEETAH = Task(
     "ppo_halfcheetah", "ppo", "HalfCheetah-v5", "benchmarks/confs/ppo_halfcheetah_bench_conf.py",
     env_steps=200_000, eval_every=40 * 512, seeds=(0, 1, 2), sb3=SB3_PPO_HALFCHEETAH,
@@ -93,6 +105,12 @@ TASKS = {
     "ppo_halfcheetah_zoo": dataclasses.replace(
         _PPO_HALFCHEETAH, name="ppo_halfcheetah_zoo", seeds=(0, 1, 2, 3, 4), normalize=True,
         conf="benchmarks/confs/ppo_halfcheetah_zoo_conf.py",
+    ),
+    "crossq_halfcheetah": _CROSSQ_HALFCHEETAH,
+    "crossq_pendulum": dataclasses.replace(
+        _CROSSQ_HALFCHEETAH, name="crossq_pendulum", env_name="Pendulum-v1", env_steps=20_000,
+        eval_every=2_000, seeds=(0, 1, 2, 3, 4), threshold=-200.0, steady_starts=100,
+        conf_params=("create_environment.env_name='Pendulum-v1'",), num_eval_episodes=10,
     ),
     "sac_halfcheetah": Task(
         "sac_halfcheetah", "sac", "HalfCheetah-v5", "alf/examples/sac_halfcheetah_conf.py",

@@ -16,10 +16,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 PACKAGES = {
     "alf": 12,
-    "alf.algorithms": 43,
+    "alf.algorithms": 45,
     "alf.data_structures": 10,
     "alf.environments": 28,
-    "alf.layers": 37,
+    "alf.layers": 38,
     "alf.networks": 33,
     "alf.optimizers": 5,
 }

@@ -15,6 +15,7 @@ _EXPORTS = {
     "actor_critic_loss": ("ActorCriticLoss",),
     "algorithm": ("Algorithm",),
     "config": ("TrainerConfig",),
+    "crossq_algorithm": ("CrossQAlgorithm",),
     "data_transformer": (
         "DataTransformer",
         "IdentityDataTransformer",
@@ -34,6 +35,7 @@ _EXPORTS = {
     "frame_stacker": ("FrameStacker",),
     "hindsight_relabeler": ("HindsightExperienceTransformer", "l2_distance_reward_fn"),
     "learners": ("EpochLearner", "Learner", "OnPolicyLearner", "ReplayLearner"),
+    "oac_algorithm": ("OacAlgorithm",),
     "off_policy_algorithm": ("OffPolicyAlgorithm",),
     "on_policy_algorithm": ("OnPolicyAlgorithm",),
     "ppo_algorithm": ("PPOAlgorithm",),

@@ -12,6 +12,7 @@ dimension, each owning its activation and its initialization.
 - causal convolution over time (``conv1d``): ``CausalConv1D``;
 - layers with given parameters, for hypernetworks (``param``): ``ParamFC``, ``ParamConv2D``;
 - image augmentation (``image``): ``RandomCrop``;
+- batch renormalization (``norm``): ``BatchRenorm1d``;
 - ALF's nest combiners (``alf.nest.utils``): ``NestConcat``, ``NestSum``, ``NestMultiply``,
   ``NestOuterProduct``.
 
@@ -43,6 +44,7 @@ from alf.layers.elementwise import (
 )
 from alf.layers.ensemble import FCBatchEnsemble
 from alf.layers.image import RandomCrop
+from alf.layers.norm import BatchRenorm1d
 from alf.layers.parallel import (
     NaiveParallelLayer,
     make_parallel_input,
@@ -67,6 +69,7 @@ __all__ = [
     "reset_parameters",
     "FC",
     "AddN",
+    "BatchRenorm1d",
     "Cast",
     "CausalConv1D",
     "Conv2D",

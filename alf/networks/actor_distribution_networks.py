@@ -37,6 +37,8 @@ class ActorDistributionNetwork(Network):
         kernel_initializer: initializer of the hidden layers' weights.
         use_fc_bn: batch normalization in the hidden FC layers.
         use_fc_ln: layer normalization in the hidden FC layers.
+        fc_bn_ctor: see ``EncodingNetwork`` (e.g. ``alf.layers.BatchRenorm1d``).
+        fc_bn_after_activation: see ``EncodingNetwork`` (CrossQ's placement).
         discrete_projection_net_ctor: ctor of the projection for discrete specs.
         continuous_projection_net_ctor: ctor of the projection for continuous specs.
         name: name of the network.
@@ -57,6 +59,8 @@ class ActorDistributionNetwork(Network):
         use_fc_ln: bool = False,
         discrete_projection_net_ctor: Callable = CategoricalProjectionNetwork,
         continuous_projection_net_ctor: Callable = NormalProjectionNetwork,
+        fc_bn_ctor: Callable | None = None,
+        fc_bn_after_activation: bool = False,
         name: str = "ActorDistributionNetwork",
     ):
         super().__init__(input_tensor_spec, name=name)
@@ -76,6 +80,8 @@ class ActorDistributionNetwork(Network):
             last_use_bias=True,
             use_fc_bn=use_fc_bn,
             use_fc_ln=use_fc_ln,
+            fc_bn_ctor=fc_bn_ctor,
+            fc_bn_after_activation=fc_bn_after_activation,
             name=name + ".encoding_net",
         )
         projections = make_projection_nets(

@@ -53,6 +53,8 @@ class ActorNetwork(EncodingNetwork):
             initial actions are close to the middle of the bounds.
         squashing_func: maps ``z`` into ``(-1, 1)`` before scaling to the bounds.
         use_fc_bn: batch normalization in the hidden FC layers.
+        fc_bn_ctor: see ``EncodingNetwork`` (e.g. ``alf.layers.BatchRenorm1d``).
+        fc_bn_after_activation: see ``EncodingNetwork`` (CrossQ's placement).
         name: name of the network.
     """
 
@@ -69,6 +71,8 @@ class ActorNetwork(EncodingNetwork):
         last_kernel_initializer: Callable | None = None,
         squashing_func: Callable | None = torch.tanh,
         use_fc_bn: bool = False,
+        fc_bn_ctor: Callable | None = None,
+        fc_bn_after_activation: bool = False,
         name: str = "ActorNetwork",
     ):
         low, high = action_bounds(action_spec, name)
@@ -87,6 +91,8 @@ class ActorNetwork(EncodingNetwork):
             last_kernel_initializer=last_kernel_initializer,
             last_use_bias=True,
             use_fc_bn=use_fc_bn,
+            fc_bn_ctor=fc_bn_ctor,
+            fc_bn_after_activation=fc_bn_after_activation,
             name=name,
         )
         self._action_spec = action_spec

@@ -50,17 +50,18 @@ def _has_parameters(module: nn.Module) -> bool:
 
 
 class _ReplicatedNorm(nn.Module):
-    """Layer (``"ln"``) or batch (``"bn"``) normalization of one joint layer's ``n`` features,
-    each of the ``R`` critics with its own affine parameters: ``[B, n]`` or ``[R, B, n]``."""
+    """Layer (``"ln"``) or batch (``"bn"``: ``bn_ctor(R * n)``, ``nn.BatchNorm1d`` by default)
+    normalization of one joint layer's ``n`` features, each of the ``R`` critics with its own
+    affine parameters (and batch statistics): ``[B, n]`` or ``[R, B, n]``."""
 
-    def __init__(self, kind: str, num_replicas: int, n: int):
+    def __init__(self, kind: str, num_replicas: int, n: int, bn_ctor: Callable | None = None):
         super().__init__()
         self._kind, self._n = kind, n
         if kind == "ln":
             self.weight = nn.Parameter(torch.ones(num_replicas, 1, n))
             self.bias = nn.Parameter(torch.zeros(num_replicas, 1, n))
         else:
-            self.bn = nn.BatchNorm1d(num_replicas * n)
+            self.bn = (bn_ctor or nn.BatchNorm1d)(num_replicas * n)
 
     def forward(self, x):
         if self._kind == "ln":
@@ -116,6 +117,14 @@ class CriticNetwork(Network):
             (uniform in ±0.03 when None, so initial values are close to 0).
         use_fc_bn: batch normalization in the encoders' and the joint hidden layers
             (before the activation; each critic normalizes with its own statistics).
+        fc_bn_ctor: ``ctor(num_features)`` of the batch normalizations of ``use_fc_bn``;
+            None: ``torch.nn.BatchNorm1d`` (e.g. ``alf.layers.BatchRenorm1d``, CrossQ's).
+        fc_bn_after_activation: with ``use_fc_bn``, normalize the joint layers' input
+            (the combined observation and action) and each joint hidden layer's output
+            after its activation, instead of each hidden pre-activation: every joint
+            layer, the value layer too, then reads a normalized input, as in CrossQ's
+            critics (Bhatt et al. 2024). The encoders' layers keep their normalization
+            before the activation.
         use_fc_ln: layer normalization in those layers.
         last_use_fc_bn: batch normalization of the value layer.
         last_use_fc_ln: layer normalization of the value layer.
@@ -157,6 +166,8 @@ class CriticNetwork(Network):
         last_use_fc_ln: bool = False,
         last_layer_activation: Callable = math_ops.identity,
         use_naive_parallel_network: bool = False,
+        fc_bn_ctor: Callable | None = None,
+        fc_bn_after_activation: bool = False,
         name: str = "CriticNetwork",
     ):
         super().__init__(input_tensor_spec, name=name)
@@ -173,7 +184,7 @@ class CriticNetwork(Network):
                 CriticNetwork(name=f"{name}.{i}", **args) for i in range(num_replicas)
             )
             return
-        norms = dict(use_fc_bn=use_fc_bn, use_fc_ln=use_fc_ln)
+        norms = dict(use_fc_bn=use_fc_bn, use_fc_ln=use_fc_ln, fc_bn_ctor=fc_bn_ctor)
         observation_spec, action_spec = input_tensor_spec
         self._observation_encoders = self._make_encoders(
             observation_spec,
@@ -213,6 +224,8 @@ class CriticNetwork(Network):
         self._build_norms(
             _norm_kind(name, use_fc_bn, use_fc_ln, "use_fc_bn", "use_fc_ln"),
             _norm_kind(name, last_use_fc_bn, last_use_fc_ln, "last_use_fc_bn", "last_use_fc_ln"),
+            fc_bn_ctor,
+            fc_bn_after_activation,
         )
         self._last_activation = (
             None if last_layer_activation is math_ops.identity else last_layer_activation
@@ -256,13 +269,30 @@ class CriticNetwork(Network):
         self._num_hidden = len(sizes) - 2
         self._sizes = sizes
 
-    def _build_norms(self, hidden: str | None, last: str | None) -> None:
-        """The joint layers' normalizations (``self._norms[i]`` of layer ``i``, None: none)."""
+    def _build_norms(self, hidden, last, bn_ctor, after_activation: bool) -> None:
+        """The joint layers' normalizations: ``self._norms[i]`` of layer ``i``'s output
+        (None: none), or with ``after_activation`` (``use_fc_bn`` only) of layer ``i``'s
+        input (``self._input_norms``)."""
+        if after_activation and hidden == "bn":
+            if last is not None:
+                raise ValueError(
+                    f"{self.name}: fc_bn_after_activation normalizes the value layer's "
+                    "input; last_use_fc_bn / last_use_fc_ln do not apply"
+                )
+            self._norm_modules = nn.ModuleList(
+                _ReplicatedNorm("bn", self._num_replicas, size, bn_ctor)
+                for size in self._sizes[:-1]
+            )
+            self._norms, self._input_norms = None, tuple(self._norm_modules)
+            return
+        self._input_norms = None
         kinds = [hidden] * self._num_hidden + [last]
         self._norm_modules = nn.ModuleList()
         norms = []
         for kind, size in zip(kinds, self._sizes[1:]):
-            norm = None if kind is None else _ReplicatedNorm(kind, self._num_replicas, size)
+            norm = (
+                None if kind is None else _ReplicatedNorm(kind, self._num_replicas, size, bn_ctor)
+            )
             if norm is not None:
                 self._norm_modules.append(norm)
             norms.append(norm)
@@ -323,8 +353,10 @@ class CriticNetwork(Network):
 
     def _single_mlp(self, x, layers):
         """One critic: ``[B, in]`` → ``[B, out]`` with ``addmm``."""
-        norms = self._norms
+        norms, input_norms = self._norms, self._input_norms
         for i, (weight, bias) in enumerate(layers):
+            if input_norms is not None:
+                x = input_norms[i](x)
             x = torch.addmm(bias[0], x, weight[0])
             if norms is not None and norms[i] is not None:
                 x = norms[i](x)
@@ -336,8 +368,10 @@ class CriticNetwork(Network):
         """``R`` critics: ``[B, in]`` (shared) or ``[R, B, in]`` → ``[R, B, out]``."""
         if x.ndim == 2:
             x = x.expand(self._num_replicas, *x.shape)
-        norms = self._norms
+        norms, input_norms = self._norms, self._input_norms
         for i, (weight, bias) in enumerate(layers):
+            if input_norms is not None:
+                x = input_norms[i](x)
             x = torch.baddbmm(bias, x, weight)
             if norms is not None and norms[i] is not None:
                 x = norms[i](x)

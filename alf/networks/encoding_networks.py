@@ -150,6 +150,13 @@ class EncodingNetwork(Network):
         kernel_initializer: ``init(weight)`` for conv and hidden FC weights.
         use_fc_bn: batch normalization in each hidden FC layer (before the activation).
         use_fc_ln: layer normalization in each hidden FC layer (before the activation).
+        fc_bn_ctor: ``ctor(num_features)`` of the batch normalizations of ``use_fc_bn`` and
+            ``last_use_fc_bn``; None: ``torch.nn.BatchNorm1d`` (e.g.
+            ``alf.layers.BatchRenorm1d``, CrossQ's).
+        fc_bn_after_activation: with ``use_fc_bn``, normalize the first FC layer's input
+            and each hidden FC layer's output after its activation, instead of each hidden
+            pre-activation: every FC layer, and what reads the network's output, then
+            reads a normalized input, as in CrossQ's networks (Bhatt et al. 2024).
         use_batch_ensemble, ensemble_size, input_with_ensemble_ids: ALF's BatchEnsemble
             options; alf has no BatchEnsemble layers, so ``True`` is refused.
         last_layer_size: size of an extra final FC layer, if any.
@@ -184,6 +191,8 @@ class EncodingNetwork(Network):
         last_use_fc_bn: bool = False,
         last_use_fc_ln: bool = False,
         last_use_bias: bool = True,
+        fc_bn_ctor: Callable | None = None,
+        fc_bn_after_activation: bool = False,
         name: str = "EncodingNetwork",
     ):
         super().__init__(input_tensor_spec, name=name)
@@ -196,9 +205,24 @@ class EncodingNetwork(Network):
         ops, shape = self._build_conv_layers(conv_layer_params, activation, kernel_initializer)
         fc = functools.partial(self._add_fc, kernel_initializer=kernel_initializer)
         self._fc_layers = nn.ModuleList()
+        self._fc_bn_ctor = fc_bn_ctor or nn.BatchNorm1d
+        # fc_bn_after_activation: the normalizations of the inputs and hidden outputs
+        self._fc_norms = nn.ModuleList()
+        after = use_fc_bn and fc_bn_after_activation
+        if after:
+            if last_use_fc_bn or last_use_fc_ln:
+                raise ValueError(
+                    f"{name}: with fc_bn_after_activation the last layer reads a normalized "
+                    "input; last_use_fc_bn / last_use_fc_ln do not apply"
+                )
+            ops.append(self._add_fc_norm(shape))
         for size in fc_layer_params or ():
-            ops.append(fc(shape[-1], size, activation, use_bn=use_fc_bn, use_ln=use_fc_ln))
+            ops.append(
+                fc(shape[-1], size, activation, use_bn=use_fc_bn and not after, use_ln=use_fc_ln)
+            )
             shape = (*shape[:-1], size)
+            if after:
+                ops.append(self._add_fc_norm(shape))
         if last_layer_size is not None:
             if last_kernel_initializer is not None:
                 fc = functools.partial(self._add_fc, kernel_initializer=last_kernel_initializer)
@@ -308,6 +332,18 @@ class EncodingNetwork(Network):
             size = nn.Sequential(*self._conv_layers)(torch.zeros(1, *spec.shape)).numel()
         return [*self._conv_layers, _flatten_batch], (size,)
 
+    def _add_fc_norm(self, shape) -> nn.Module:
+        """Create (and register) the ``fc_bn_after_activation`` normalization of a ``[N]``
+        input; return it."""
+        if len(shape) != 1:
+            raise ValueError(
+                f"{self._name}: fc_bn_after_activation needs [N] inputs to the FC layers, "
+                f"got {shape}"
+            )
+        norm = self._fc_bn_ctor(shape[0])
+        self._fc_norms.append(norm)
+        return norm
+
     def _add_fc(
         self, size, out_size, activation, kernel_initializer, use_bn, use_ln, use_bias=True
     ) -> FCOp:
@@ -319,6 +355,7 @@ class EncodingNetwork(Network):
             use_bias=use_bias,
             use_bn=use_bn,
             use_ln=use_ln,
+            bn_ctor=self._fc_bn_ctor,
             kernel_initializer=kernel_initializer,
         )
         index = len(self._fc_layers)
@@ -384,6 +421,8 @@ class EncodingNetwork(Network):
     def make_parallel(self, n: int) -> Network:
         """``n`` independent copies (initialized anew) as one network: ``[B, ...]`` or
         ``[B, n, ...]`` inputs → ``[B, n, *output_shape]``."""
+        if len(self._fc_norms):
+            raise ValueError(f"{self._name}: no make_parallel with fc_bn_after_activation")
         members = [] if self._input_stage is None else [self._input_stage]
         members += [*self._conv_layers]
         if self._conv_layers:

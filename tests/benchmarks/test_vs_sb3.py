@@ -97,6 +97,19 @@ def test_quick_budgets_keep_every_part():
     assert TASKS["sac_halfcheetah"].sb3["learning_starts"] == 10_000  # the task is unchanged
 
 
+def test_crossq_tasks_build_sb3_contribs_crossq():
+    """CrossQ runs as SAC does, with sb3-contrib's class at its defaults."""
+    import dataclasses
+
+    from benchmarks.harness import sb3
+
+    task = TASKS["crossq_pendulum"].quick()
+    assert task.unit == "updates" and task.sb3["policy_delay"] == 3
+    model = sb3.model(dataclasses.asdict(task), seed=0)
+    assert type(model).__name__ == "CrossQ" and model.policy_delay == 3
+    assert model.critic.qf0[1].out_features == 1024 and model.learning_rate == 1e-3
+
+
 def _render(name: str, key: str, record: dict) -> str:
     if name == "alf_ab":
         return alf_ab.markdown(record)
