@@ -16,10 +16,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 PACKAGES = {
     "alf": 12,
-    "alf.algorithms": 41,
+    "alf.algorithms": 42,
     "alf.data_structures": 10,
     "alf.environments": 26,
-    "alf.layers": 37,
+    "alf.layers": 38,
     "alf.networks": 32,
     "alf.optimizers": 5,
 }

@@ -38,6 +38,7 @@ _EXPORTS = {
     "on_policy_algorithm": ("OnPolicyAlgorithm",),
     "ppo_algorithm": ("PPOAlgorithm",),
     "ppo_loss": ("PPOLoss",),
+    "qrdqn_algorithm": ("QrdqnAlgorithm",),
     "rl_algorithm": ("RLAlgorithm",),
     "sac_algorithm": ("SacAlgorithm",),
     "td_loss": ("OneStepTDLoss", "TDLoss"),
