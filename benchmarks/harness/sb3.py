@@ -1,6 +1,6 @@
 """Stable-Baselines3's side of the alf-vs-SB3 benchmarks, run in its own process.
 
-``task`` is a ``tasks.Task`` as a dict. PPO and DQN evaluate after the update of every iteration
+``task`` is a ``tasks.Task`` as a dict. PPO and (QR-)DQN evaluate after the update of each iteration
 that completes a multiple of ``eval_every`` env steps and at the end (as alf's trainer), on a
 vector env of 10; SAC every ``eval_every`` env steps on one env; all reseed the eval env each time.
 With ``task["normalize"]`` (PPO) the training env is wrapped in ``VecNormalize`` (gamma the
@@ -21,7 +21,7 @@ def _linear(start: float, progress_remaining: float) -> float:
 
 
 def model(task: dict, seed: int, **overrides):
-    """SB3's DQN, PPO or SAC for ``task`` (``{"linear": v}`` schedules, activations by name)."""
+    """SB3's DQN, PPO, SAC or sb3-contrib's QRDQN for ``task`` (``{"linear": v}`` schedules)."""
     import gymnasium as gym
     import torch
     from stable_baselines3 import DQN, PPO, SAC
@@ -43,7 +43,10 @@ def model(task: dict, seed: int, **overrides):
             env = VecNormalize(env, gamma=kwargs.get("gamma", 0.99))
     else:
         env = gym.make(task["env_name"])
-    algorithm = dict(dqn=DQN, ppo=PPO, sac=SAC)[task["algorithm"]]
+    if task["algorithm"] == "qrdqn":  # sb3-contrib's
+        from sb3_contrib import QRDQN as algorithm
+    else:
+        algorithm = dict(dqn=DQN, ppo=PPO, sac=SAC)[task["algorithm"]]
     sb3_model = algorithm(
         "MlpPolicy", env, seed=seed, device="cpu", policy_kwargs=policy_kwargs, **kwargs
     )
