@@ -24,6 +24,7 @@ def model(task: dict, seed: int, **overrides):
     """SB3's DQN, PPO, SAC or sb3-contrib's QRDQN for ``task`` (``{"linear": v}`` schedules)."""
     import gymnasium as gym
     import torch
+    from sb3_contrib import QRDQN
     from stable_baselines3 import DQN, PPO, SAC
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.logger import Logger
@@ -43,10 +44,7 @@ def model(task: dict, seed: int, **overrides):
             env = VecNormalize(env, gamma=kwargs.get("gamma", 0.99))
     else:
         env = gym.make(task["env_name"])
-    if task["algorithm"] == "qrdqn":  # sb3-contrib's
-        from sb3_contrib import QRDQN as algorithm
-    else:
-        algorithm = dict(dqn=DQN, ppo=PPO, sac=SAC)[task["algorithm"]]
+    algorithm = dict(dqn=DQN, ppo=PPO, sac=SAC, qrdqn=QRDQN)[task["algorithm"]]
     sb3_model = algorithm(
         "MlpPolicy", env, seed=seed, device="cpu", policy_kwargs=policy_kwargs, **kwargs
     )
