@@ -26,6 +26,7 @@ def _eval_returns(conf, root_dir, *params):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 @pytest.mark.parametrize(
     "conf, params",
     [
