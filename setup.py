@@ -34,7 +34,7 @@ setup(
         "atari": ["ale-py>=0.9"],  # alf.environments.suite_atari (the ROMs ship with ale-py)
         "test": ["pytest>=7", "pytest-timeout>=2.1", "psutil>=5.9", "ruff>=0.5"],
         "video": ["imageio>=2.30", "imageio-ffmpeg>=0.4"],
-        "benchmarks": ["stable-baselines3>=2.3"],
+        "benchmarks": ["stable-baselines3>=2.3", "sb3-contrib>=2.3"],
         "pbt": ["pyyaml>=6.0"],  # YAML mutation files (alf.pbt.mutation.load_mutations)
         "slurm": ["submitit>=1.5"],  # alf.bin.pbt_launch --backend slurm
         "dev": ["py-spy>=0.3.14"],  # a sampling profiler: py-spy record -- alf-train ...

@@ -29,6 +29,7 @@ SB3_DQN = dict(learning_rate=2.3e-3, batch_size=64, buffer_size=100_000, learnin
 SB3_DQN.update(gamma=0.99, target_update_interval=10, train_freq=256, gradient_steps=128)
 SB3_DQN.update(exploration_fraction=0.16, exploration_final_eps=0.04)
 SB3_DQN["policy_kwargs"] = dict(net_arch=[256, 256])
+SB3_QRDQN = dict(SB3_DQN, policy_kwargs=dict(net_arch=[256, 256], n_quantiles=10))  # sb3-contrib
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,7 +37,7 @@ class Task:
     """One benchmark: ``sb3`` holds SB3's keyword arguments; ``steady_starts`` is SAC's
     ``learning_starts`` in steady-state runs (alf: ``initial_collect_steps``); ``sb3_class``
     (``"module:Class"``) replaces SB3's class of ``algorithm`` (which says how the task runs:
-    CrossQ runs as SAC does)."""
+    CrossQ runs as SAC does, QR-DQN as DQN)."""
 
     name: str
     algorithm: str  # "ppo", "sac" or "dqn"
@@ -100,6 +101,11 @@ TASKS = {
         "dqn_cart_pole", "dqn", "CartPole-v1", "alf/examples/dqn_cart_pole_conf.py",
         env_steps=50_000, eval_every=2_560, seeds=(0, 1, 2), sb3=SB3_DQN, threshold=475.0,
         learning_starts=1000,
+    ),
+    "qrdqn_cart_pole": Task(
+        "qrdqn_cart_pole", "dqn", "CartPole-v1", "alf/examples/qrdqn_cart_pole_conf.py",
+        env_steps=50_000, eval_every=2_560, seeds=(0, 1, 2), sb3=SB3_QRDQN, threshold=475.0,
+        learning_starts=1000, sb3_class="sb3_contrib:QRDQN",
     ),
     "ppo_halfcheetah": _PPO_HALFCHEETAH,
     "ppo_halfcheetah_zoo": dataclasses.replace(

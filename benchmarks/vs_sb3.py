@@ -199,8 +199,8 @@ def main() -> None:
     parser.add_argument("--conf_param", action="append", default=[], help="alf: added")
     args = parser.parse_args()
     task = TASKS[args.task].quick() if args.quick else TASKS[args.task]
-    if args.steady and task.algorithm == "dqn":
-        parser.error("--steady times PPO and SAC only, not dqn_cart_pole")
+    if args.steady and task.algorithm not in ("ppo", "sac"):
+        parser.error(f"--steady times PPO and SAC only, not {task.name}")
     if args.quick:
         args.seeds, args.repeats, args.steady = args.seeds[:1], 1, args.steady and 2
     task = dataclasses.replace(task, conf_params=task.conf_params + tuple(args.conf_param))

@@ -16,10 +16,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 PACKAGES = {
     "alf": 12,
-    "alf.algorithms": 45,
+    "alf.algorithms": 46,
     "alf.data_structures": 10,
     "alf.environments": 28,
-    "alf.layers": 38,
+    "alf.layers": 39,
     "alf.networks": 33,
     "alf.optimizers": 5,
 }

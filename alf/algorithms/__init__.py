@@ -40,6 +40,7 @@ _EXPORTS = {
     "on_policy_algorithm": ("OnPolicyAlgorithm",),
     "ppo_algorithm": ("PPOAlgorithm",),
     "ppo_loss": ("PPOLoss",),
+    "qrdqn_algorithm": ("QrdqnAlgorithm",),
     "rl_algorithm": ("RLAlgorithm",),
     "sac_algorithm": ("SacAlgorithm",),
     "sarsa_algorithm": ("SarsaAlgorithm",),

@@ -38,6 +38,31 @@ is the mean over the ``B`` sampled transitions. ``LossInfo.priority`` is
 The target network :math:`\theta'` follows :math:`\theta` by
 ``TargetUpdater(tau, period)`` after every gradient step. Gradient clipping is set
 on the optimizer spec (``Adam(lr=..., gradient_clipping=10)``).
+
+**ALF's arguments.** ALF's ``DqnAlgorithm`` (a ``SacAlgorithm`` without actor there) is
+configured with ``q_network_cls`` (the configuration's alias of ``q_network_ctor``),
+``q_optimizer`` (the Q network's optimizer, here beside the default ``optimizer``),
+``rollout_epsilon_greedy`` (a float or a scheduler such as
+``LinearScheduler(progress_type="percent", schedule=[(0, 1.), (0.1, 0.1), (1., 0.1)])``)
+and ``critic_loss_ctor``: ``critic_loss_ctor()`` builds the TD loss instead of the
+internal ``TDLoss(gamma, td_error_loss_fn, td_lambda=1)``; its ``gamma`` is the discount
+and its ``td_error_loss_fn`` the loss (``TDLoss``'s default: squared). Its target is read
+at row 0 of the ``n + 1`` rows: with ``TDLoss(td_lambda=λ)`` it is the λ-return truncated
+after ``n`` steps, :math:`y = r_1 + \gamma d_1((1-\lambda) Q'_1 + \lambda y_1)`,
+:math:`y_{n-1} = r_n + \gamma d_n Q'_n` (λ = 1: the n-step target above). With
+``n_step=1`` (``mini_batch_length=2``, as ALF's ``dqn_breakout_conf.py``) every λ gives
+the one-step target, which is what ALF trains there. Differences from ALF's: ALF
+trains every row of a longer sequence (row ``t`` toward its own truncated return) where
+this trains row 0; and ALF bootstraps from the minimum of two target critics at their
+argmax (``num_critic_replicas=2``), this from one target network (double DQN or Nature
+DQN, ``double_dqn``).
+
+**Noisy networks** (``QNetwork(noisy=True)``: ``alf.layers.NoisyFC``; Fortunato et al.
+2018, NoisyNet-DQN): new noise for the online network before every rollout step and
+before every update (shared by row 0 and, for double DQN, the bootstrap argmax), and
+independent noise for the target network before every update. Evaluation (eval mode) uses
+the mean weights. Such a network explores by itself: use ``rollout_epsilon_greedy=0``.
+**Dueling networks**: ``QNetwork(dueling=True)``; nothing changes here.
 """
 
 from __future__ import annotations
@@ -56,6 +81,7 @@ from alf.algorithms.td_loss import TDLoss
 from alf.algorithms.transitions import check_sampled_training, flat_rows
 from alf.configuration.argtypes import Count, Discount, Probability, ScheduledFloat
 from alf.data_structures import AlgStep, Experience, LossInfo, StepType, TimeStep
+from alf.layers.noisy import noisy_layers
 from alf.networks.q_networks import QNetwork
 from alf.tensor_specs import TensorSpec
 from alf.utils.schedulers import as_scheduler
@@ -70,7 +96,8 @@ class DqnRolloutInfo(NamedTuple):
 
 
 class DqnInfo(NamedTuple):
-    """What ``train_steps`` gives ``calc_loss``, each ``[T, B]``.
+    """What ``train_steps`` gives ``calc_loss``, each ``[T, B]`` (``q_value`` and
+    ``target_q_value`` of quantiles: ``[T, B, N]``).
 
     Attributes:
         reward, step_type, discount: from the time steps.
@@ -95,6 +122,20 @@ class DqnLossInfo(NamedTuple):
     abs_td_error: object = ()
 
 
+def expected_q(values: torch.Tensor) -> torch.Tensor:
+    """:math:`Q(s, a)` ``[B, |A|]`` of Q values ``[B, |A|]`` or quantiles ``[B, |A|, N]``
+    (their mean)."""
+    return values if values.ndim == 2 else values.mean(-1)
+
+
+def select_action(values: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """The values of column ``index`` ``[B]``: ``[B]`` of ``[B, |A|]``, ``[B, N]`` of
+    ``[B, |A|, N]``."""
+    rest = values.shape[2:]
+    index = index.reshape(-1, 1, *([1] * len(rest))).expand(-1, 1, *rest)
+    return values.gather(1, index).squeeze(1)
+
+
 def first_row_mask(step_type: torch.Tensor) -> torch.Tensor:
     """``[T, B]`` bool mask selecting row 0: the only trained row of an n-step sequence."""
     mask = torch.zeros(step_type.shape, dtype=torch.bool, device=step_type.device)
@@ -116,6 +157,17 @@ def check_n_step_config(config, n_step: int, name: str) -> None:
         )
 
 
+def check_q_network(q_network, quantiles: bool, name: str) -> None:
+    """A feed-forward network of quantiles (``quantiles``) or of one value per action."""
+    if q_network.is_recurrent:
+        raise ValueError(f"{name} supports feed-forward Q networks only")
+    has_quantiles = getattr(q_network, "num_quantiles", None) is not None
+    if quantiles and not has_quantiles:
+        raise ValueError(f"{name} needs a quantile network: QNetwork(num_quantiles=N)")
+    if has_quantiles and not quantiles:
+        raise ValueError(f"{name}: a QNetwork with num_quantiles is QrdqnAlgorithm's network")
+
+
 @alf.configurable
 class DqnAlgorithm(OffPolicyAlgorithm):
     """DQN / double DQN with n-step returns (see the module docstring).
@@ -129,13 +181,18 @@ class DqnAlgorithm(OffPolicyAlgorithm):
         env: the training environment.
         config: the ``TrainerConfig``; needs ``mini_batch_length = n_step + 1``
             and ``whole_replay_buffer_training=False``.
-        gamma: discount factor :math:`\\gamma` (multiplies ``TimeStep.discount``).
+        gamma: discount factor :math:`\\gamma` (multiplies ``TimeStep.discount``); None:
+            0.99, or with ``critic_loss_ctor`` that loss's (a different value is an error).
         n_step: number of rewards summed before bootstrapping.
         double_dqn: pick the bootstrap action with the online network and
             evaluate it with the target network (van Hasselt et al. 2016);
             False gives Nature DQN's :math:`\\max_a Q_{\\theta'}`.
-        td_error_loss_fn: ``(target, prediction) -> loss`` elementwise (Huber by
-            default; ``element_wise_squared_loss`` for the squared loss).
+        td_error_loss_fn: ``(target, prediction) -> loss`` elementwise (None: Huber;
+            ``element_wise_squared_loss`` for the squared loss). Not with
+            ``critic_loss_ctor`` (give it to that loss).
+        critic_loss_ctor: ALF's argument: ``ctor()`` → the TD loss (e.g.
+            ``functools.partial(TDLoss, td_lambda=0.95)``; module doc). None: the n-step
+            ``TDLoss`` of ``gamma`` and ``td_error_loss_fn``.
         rollout_epsilon_greedy: probability of a uniformly random action during
             rollout: a float, a scheduler, or ``[(progress, eps), ...]`` for a
             piecewise-linear schedule over training progress (e.g.
@@ -149,7 +206,9 @@ class DqnAlgorithm(OffPolicyAlgorithm):
         target_update_tau: Polyak factor of the target update (1: hard copy).
         target_update_period: update the target network every so many gradient
             steps.
-        optimizer: optimizer spec of the Q network (gradient clipping there).
+        optimizer: the default optimizer spec (gradient clipping there).
+        q_optimizer: ALF's argument: the optimizer spec of the Q network (``optimizer``
+            then optimizes nothing).
         debug_summaries: extra summaries.
         name: name in summaries.
     """
@@ -162,16 +221,18 @@ class DqnAlgorithm(OffPolicyAlgorithm):
         q_network_ctor: Callable = QNetwork,
         env=None,
         config=None,
-        gamma: Discount = 0.99,
+        gamma: Discount | None = None,
         n_step: Count = 1,
         double_dqn: bool = True,
-        td_error_loss_fn: Callable = element_wise_huber_loss,
+        td_error_loss_fn: Callable | None = None,
+        critic_loss_ctor: Callable | None = None,
         rollout_epsilon_greedy: ScheduledFloat = 0.1,
         epsilon_greedy: Probability | None = None,
         random_initial_collect: bool = True,
         target_update_tau: Probability = 0.05,
         target_update_period: Count = 10,
         optimizer=None,
+        q_optimizer=None,
         debug_summaries: bool = False,
         name: str = "DqnAlgorithm",
     ):
@@ -179,8 +240,7 @@ class DqnAlgorithm(OffPolicyAlgorithm):
             raise ValueError(f"{name} needs a scalar reward, got reward_spec {reward_spec}")
         check_n_step_config(config, n_step, name)
         q_network = q_network_ctor(input_tensor_spec=observation_spec, action_spec=action_spec)
-        if q_network.is_recurrent:
-            raise ValueError(f"{name} supports feed-forward Q networks only")
+        check_q_network(q_network, self._quantiles, name)
         super().__init__(
             observation_spec=observation_spec,
             action_spec=action_spec,
@@ -199,12 +259,43 @@ class DqnAlgorithm(OffPolicyAlgorithm):
         self._num_actions = q_network.num_actions
         self._n_step = n_step
         self._double_dqn = double_dqn
-        self._td_loss = TDLoss(gamma=gamma, td_error_loss_fn=td_error_loss_fn, td_lambda=1.0)
+        self._td_loss = self._make_td_loss(gamma, td_error_loss_fn, critic_loss_ctor, n_step)
         self._rollout_epsilon = as_scheduler(rollout_epsilon_greedy)
         if epsilon_greedy is None:
             epsilon_greedy = 0.0 if config is None else config.epsilon_greedy
         self._predict_epsilon = epsilon_greedy
         self._random_initial_collect = random_initial_collect
+        if q_optimizer is not None:
+            self.add_optimizer(q_optimizer, [self._q_network])
+        self._noisy_layers = noisy_layers(self._q_network)
+        self._target_noisy_layers = noisy_layers(self._target_q_network)
+
+    #: whether the Q network gives quantiles ``[B, |A|, N]`` (``QrdqnAlgorithm``)
+    _quantiles = False
+
+    def _make_td_loss(self, gamma, td_error_loss_fn, critic_loss_ctor, n_step: int):
+        """The TD loss: ``critic_loss_ctor()``, else the n-step ``TDLoss`` (module doc)."""
+        name = self._name
+        if critic_loss_ctor is None:
+            loss_fn = td_error_loss_fn or element_wise_huber_loss
+            return TDLoss(
+                gamma=0.99 if gamma is None else gamma, td_error_loss_fn=loss_fn, td_lambda=1.0
+            )
+        if td_error_loss_fn is not None:
+            raise ValueError(
+                f"{name}: td_error_loss_fn is given with critic_loss_ctor; give it to the loss"
+            )
+        loss = critic_loss_ctor()
+        if gamma is not None and gamma != loss.gamma:
+            raise ValueError(
+                f"{name}: gamma={gamma} differs from the critic loss's gamma={loss.gamma}; "
+                "set it on the loss (or leave gamma None)"
+            )
+        if n_step > 1 and getattr(loss, "td_lambda", None) == 0:
+            raise ValueError(
+                f"{name}: a one-step critic loss (td_lambda=0) ignores rows 2..n of n_step={n_step}"
+            )
+        return loss
 
     @property
     def q_network(self) -> QNetwork:
@@ -222,7 +313,7 @@ class DqnAlgorithm(OffPolicyAlgorithm):
         The random draws are made whatever ``epsilon`` is, so the random stream
         (and hence a seeded run) does not depend on the schedule.
         """
-        q_values, _ = self._q_network(observation)
+        q_values = expected_q(self._q_network(observation)[0])
         batch_size = q_values.shape[0]
         greedy = q_values.argmax(-1)
         random = torch.randint(0, self._num_actions, (batch_size,), device=greedy.device)
@@ -243,12 +334,15 @@ class DqnAlgorithm(OffPolicyAlgorithm):
         if self._predict_epsilon > 0:
             action = self._epsilon_greedy_action(inputs.observation, self._predict_epsilon)
         else:
-            q_values, _ = self._q_network(inputs.observation)
+            q_values = expected_q(self._q_network(inputs.observation)[0])
             action = self._q_network.index_action(q_values.argmax(-1))
         return AlgStep(output=action, state=state)
 
     def rollout_step(self, inputs: TimeStep, state) -> AlgStep:
-        """Epsilon-greedy action ``[B]`` with the scheduled ``rollout_epsilon_greedy``."""
+        """Epsilon-greedy action ``[B]`` with the scheduled ``rollout_epsilon_greedy`` (new
+        noise first for a noisy network)."""
+        for layer in self._noisy_layers:
+            layer.reset_noise()
         action = self._epsilon_greedy_action(inputs.observation, self.current_rollout_epsilon())
         return AlgStep(output=action, state=state, info=DqnRolloutInfo(action=action))
 
@@ -261,12 +355,11 @@ class DqnAlgorithm(OffPolicyAlgorithm):
 
     @torch.no_grad()
     def _bootstrap_value(self, observation) -> torch.Tensor:
-        """:math:`Q_{\\theta'}(s, a^*)` ``[N]`` for observations ``[N, ...]`` (no gradient)."""
-        target_q_values, _ = self._target_q_network(observation)
-        if not self._double_dqn:
-            return target_q_values.max(-1).values
-        best = self._q_network(observation)[0].argmax(-1, keepdim=True)
-        return target_q_values.gather(-1, best).squeeze(-1)
+        """:math:`Q_{\\theta'}(s, a^*)` ``[M]`` (quantiles ``[M, N]``) for observations
+        ``[M, ...]``, without gradient; :math:`a^*` is greedy in the mean over quantiles."""
+        target_values, _ = self._target_q_network(observation)
+        online = self._q_network(observation)[0] if self._double_dqn else target_values
+        return select_action(target_values, expected_q(online).argmax(-1))
 
     def train_steps(self, experience: Experience) -> DqnInfo:
         """:math:`Q_\\theta(s_0, a_0)` with gradient (row 0) and the bootstrap values of
@@ -274,20 +367,24 @@ class DqnAlgorithm(OffPolicyAlgorithm):
 
         Only what the loss needs is computed: the online network with gradient on
         row 0, the target network (and, for double DQN, the online network without
-        gradient) on rows ``1..n``.
+        gradient) on rows ``1..n``. A noisy network gets new noise first (module doc).
+        Quantile networks give ``[T, B, N]`` infos.
         """
+        for layer in self._noisy_layers + self._target_noisy_layers:
+            layer.reset_noise()
         ts = experience.time_step
         rows = (ts.step_type.shape[0] - 1, ts.step_type.shape[1])
         q_values, _ = self._q_network(nest.map_structure(lambda x: x[0], ts.observation))
         index = self._q_network.action_index(experience.rollout_info.action[0])
-        q_value = q_values.gather(-1, index.unsqueeze(-1)).squeeze(-1)
+        q_value = select_action(q_values, index)
         next_observation = flat_rows(ts.observation, 1, None)
-        target_q_value = self._bootstrap_value(next_observation).reshape(rows)
+        target_q_value = self._bootstrap_value(next_observation)
+        target_q_value = target_q_value.reshape(*rows, *target_q_value.shape[1:])
         return DqnInfo(
             reward=ts.reward,
             step_type=ts.step_type,
             discount=ts.discount,
-            q_value=torch.cat([q_value.unsqueeze(0), q_value.new_zeros(rows)]),
+            q_value=torch.cat([q_value.unsqueeze(0), q_value.new_zeros(target_q_value.shape)]),
             target_q_value=pad_first(target_q_value),
         )
 

@@ -64,6 +64,10 @@ class TDLoss:
     def gamma(self) -> float:
         return self._gamma
 
+    @property
+    def td_lambda(self) -> float:
+        return self._lambda
+
     def compute_targets(self, reward, step_type, discount, target_value) -> torch.Tensor:
         """TD(λ) targets ``[T-1, B, ...]`` from ``[T, B]`` rows (no gradient)."""
         with torch.no_grad():

@@ -4,7 +4,8 @@ dimension, each owning its activation and its initialization.
 - parameterless (``elementwise``): ``Identity``, ``Cast``, ``Transpose``, ``Permute``,
   ``Reshape``, ``OneHot``, ``Lambda``, ``GetFields``, ``Sum``, ``AddN``, ``Detach``,
   ``Scale``, ``ScaleGradient``;
-- fully connected (``dense``): ``FC`` and ``ParallelFC``;
+- fully connected (``dense``): ``FC`` and ``ParallelFC``; with learned factorised Gaussian
+  weight noise (``noisy``, NoisyNet): ``NoisyFC``;
 - convolutions (``conv``): ``Conv2D``, ``ConvTranspose2D`` and their parallel forms;
 - ResNet blocks (``blocks``): ``ResidueBlock``, ``BottleneckBlock``;
 - attention (``attention``): ``TransformerBlock``;
@@ -45,6 +46,7 @@ from alf.layers.elementwise import (
 from alf.layers.ensemble import FCBatchEnsemble
 from alf.layers.image import RandomCrop
 from alf.layers.norm import BatchRenorm1d
+from alf.layers.noisy import NoisyFC
 from alf.layers.parallel import (
     NaiveParallelLayer,
     make_parallel_input,
@@ -63,6 +65,7 @@ __all__ = [
     "NestMultiply",
     "NestOuterProduct",
     "NestSum",
+    "NoisyFC",
     "make_parallel_input",
     "make_parallel_net",
     "make_parallel_spec",

@@ -1,6 +1,6 @@
 """Stable-Baselines3's side of the alf-vs-SB3 benchmarks, run in its own process.
 
-``task`` is a ``tasks.Task`` as a dict. PPO and DQN evaluate after the update of every iteration
+``task`` is a ``tasks.Task`` as a dict. PPO and (QR-)DQN evaluate after the update of each iteration
 that completes a multiple of ``eval_every`` env steps and at the end (as alf's trainer), on a
 vector env of 10; SAC every ``eval_every`` env steps on one env; all reseed the eval env each time.
 With ``task["normalize"]`` (PPO) the training env is wrapped in ``VecNormalize`` (gamma the

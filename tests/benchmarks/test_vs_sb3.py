@@ -92,6 +92,9 @@ def test_quick_budgets_keep_every_part():
     assert ppo.conf_params == ("TrainerConfig.eval_interval=2",)  # replaces the task's 40
     dqn = TASKS["dqn_cart_pole"].quick()
     assert (dqn.env_steps, dqn.eval_every) == (1024, 512)  # iterations of 256 steps
+    qrdqn = TASKS["qrdqn_cart_pole"]
+    assert qrdqn.sb3 == dict(dqn.sb3, policy_kwargs=dict(net_arch=[256, 256], n_quantiles=10))
+    assert (qrdqn.quick().env_steps, qrdqn.algorithm) == (1024, "dqn")
     sac = TASKS["sac_halfcheetah"].quick()
     assert (sac.env_steps, sac.learning_starts, sac.sb3["learning_starts"]) == (600, 100, 100)
     assert TASKS["sac_halfcheetah"].sb3["learning_starts"] == 10_000  # the task is unchanged

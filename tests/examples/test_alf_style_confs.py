@@ -120,6 +120,23 @@ def test_sac_python_conf_with_import_config(tmp_path):
     assert "q_network_ctor=alf.networks.q_networks.QNetwork" in config
 
 
+def test_dqn_conf_with_the_arguments_of_alf_dqn_breakout_conf(tmp_path):
+    root = tmp_path / "dqn"
+    result = _train("dqn_cart_pole_conf.py", root)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "ckpt-30.pt" in _checkpoints(root)
+    assert [s for s, _ in _scalars(root / "eval", "Metrics/AverageReturn")] == [15, 30]
+    config = (root / "alf_config.py").read_text()
+    assert "critic_loss_ctor=functools.partial(alf.algorithms.td_loss.TDLoss, td_lambda=0.95)" in (
+        config
+    )
+    assert "q_network_ctor=functools.partial(alf.networks.q_networks.QNetwork" in config
+    state = _algorithm_state(root, "ckpt-30.pt")
+    assert tuple(state["_q_network._fc_layers.0._weight"].shape) == (32, 4)
+    optimizers = [v for k, v in state.items() if k.startswith("_optimizers.")]
+    assert [o["param_groups"][0]["lr"] for o in optimizers] == [5e-4]  # q_optimizer's
+
+
 def test_ddpg_python_conf(tmp_path):
     root = tmp_path / "ddpg"
     result = _train("ddpg_pendulum_conf.py", root)

@@ -64,6 +64,7 @@ def test_examples_exist():
     assert all(os.path.isfile(os.path.join(EXAMPLES, name)) for name in BASE_CONFS)
     assert {"ac_cart_pole_conf.py", "ppo_pendulum_conf.py", "ppo_mujoco_conf.py"} <= set(CONFS)
     assert {"ppo_breakout_conf.py", "dqn_breakout_conf.py"} <= set(CONFS)
+    assert {"dqn_cart_pole_conf.py", "qrdqn_cart_pole_conf.py"} <= set(CONFS)
 
 
 @pytest.mark.parametrize("conf", CONFS)

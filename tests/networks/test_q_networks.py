@@ -68,3 +68,90 @@ def test_copy_is_an_independent_qnetwork():
     assert isinstance(twin, QNetwork) and twin.name == "target_q"
     for p, q in zip(net.parameters(), twin.parameters()):
         assert p.shape == q.shape and p is not q
+
+
+# -- options: quantiles, dueling, noisy ---------------------------------------------------
+
+ACTIONS = BoundedTensorSpec((), torch.int64, 0, 2)
+
+
+def _set(param, values):
+    with torch.no_grad():
+        param.copy_(torch.as_tensor(values, dtype=torch.float32).reshape(param.shape))
+
+
+def test_quantile_output_is_actions_by_quantiles():
+    net = QNetwork(TensorSpec((1,)), ACTIONS, num_quantiles=2)
+    assert net.output_spec == TensorSpec((3, 2)) and net.num_quantiles == 2
+    layer = net._fc_layers[0]  # unit a * N + j holds quantile j of action a
+    _set(layer.weight, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    _set(layer.bias, [0.0] * 6)
+    q, _ = net(torch.tensor([[2.0]]))
+    assert torch.equal(q, torch.tensor([[[2.0, 4.0], [6.0, 8.0], [10.0, 12.0]]]))
+    assert QNetwork(TensorSpec((1,)), ACTIONS).num_quantiles is None
+
+
+def test_dueling_aggregation_by_hand():
+    net = QNetwork(TensorSpec((1,)), ACTIONS, dueling=True)
+    assert not list(net._fc_layers)  # no shared layers: both streams read the observation
+    advantage, value = net._head._output[0], net._head._value[0]
+    _set(advantage.weight, [1.0, 2.0, 3.0])
+    _set(advantage.bias, [0.0, 0.0, 1.0])
+    _set(value.weight, [0.5])
+    _set(value.bias, [4.0])
+    q, _ = net(torch.tensor([[2.0], [0.0]]))
+    # s = 2: A = [2, 4, 7], mean 13/3; V = 5 -> Q = 5 + A - 13/3
+    # s = 0: A = [0, 0, 1], mean 1/3; V = 4 -> Q = 4 + A - 1/3
+    expected = torch.tensor([[2.0, 4.0, 7.0], [0.0, 0.0, 1.0]])
+    expected = expected - expected.mean(-1, keepdim=True) + torch.tensor([[5.0], [4.0]])
+    torch.testing.assert_close(q, expected)
+    assert q.shape == (2, 3) and net.output_spec == TensorSpec((3,))
+
+
+def test_dueling_quantiles_aggregate_quantile_by_quantile():
+    net = QNetwork(
+        TensorSpec((1,)), ACTIONS, fc_layer_params=(4,), num_quantiles=2, dueling=True,
+        dueling_fc_layer_params=(3,),
+    )  # fmt: skip
+    x = torch.randn(5, 1)
+    h = net._fc_layers[0](x)
+    a, v = h, h
+    for layer in net._head._output:
+        a = layer(a)
+    for layer in net._head._value:
+        v = layer(v)
+    a, v = a.reshape(5, 3, 2), v.reshape(5, 1, 2)
+    torch.testing.assert_close(net(x)[0], v + a - a.mean(1, keepdim=True))
+    assert [m.output_size for m in net._head._value] == [3, 2]
+
+
+def test_noisy_network_uses_noisy_fully_connected_layers_only():
+    from alf.layers import FC, NoisyFC
+
+    spec = TensorSpec((1, 6, 6))
+    net = QNetwork(spec, ACTIONS, conv_layer_params=((2, 3, 1),), fc_layer_params=(8,), noisy=True)
+    kinds = [type(m).__name__ for m in net.modules() if isinstance(m, (FC, NoisyFC))]
+    assert kinds == ["NoisyFC", "NoisyFC"] and len(net._conv_layers) == 1
+    x = torch.randn(4, 1, 6, 6)
+    first, second = net(x)[0], net(x)[0]
+    assert torch.equal(first, second)  # the noise is held between reset_noise calls
+    for m in net.modules():
+        if isinstance(m, NoisyFC):
+            m.reset_noise()
+    assert not torch.allclose(net(x)[0], first)
+    net.eval()
+    assert torch.equal(net(x)[0], net(x)[0])
+    with pytest.raises(ValueError, match="use_fc_bn"):
+        QNetwork(TensorSpec((2,)), ACTIONS, fc_layer_params=(8,), noisy=True, use_fc_ln=True)
+
+
+def test_option_errors_and_copies():
+    with pytest.raises(ValueError, match="dueling_fc_layer_params needs dueling"):
+        QNetwork(TensorSpec((2,)), ACTIONS, dueling_fc_layer_params=(4,))
+    net = QNetwork(TensorSpec((2,)), ACTIONS, fc_layer_params=(8,), dueling=True, noisy=True)
+    with pytest.raises(ValueError, match="no parallel form"):
+        net.make_parallel(2)
+    twin = net.copy(name="target")
+    assert twin.name == "target" and sorted(twin.state_dict()) == sorted(net.state_dict())
+    parallel = QNetwork(TensorSpec((2,)), ACTIONS, num_quantiles=3).make_parallel(2)
+    assert parallel(torch.randn(4, 2))[0].shape == (4, 2, 3, 3)
