@@ -13,7 +13,9 @@ and ``Td3Algorithm`` turns them on:
 
 **Data.** Rollout acts with :math:`\mu_\phi(s) + \mathcal N(0, \sigma^2)` clipped
 to the bounds (uniformly random actions during the initial collection, like
-Stable-Baselines3's ``learning_starts``) and stores raw experience. Each update
+Stable-Baselines3's ``learning_starts``; after it, each env's action is instead
+uniform in the bounds with probability ``rollout_random_action`` :math:`p`, ALF's
+exploration for the Fetch tasks) and stores raw experience. Each update
 samples ``mini_batch_size`` sequences of ``mini_batch_length = L >= 2`` steps,
 time-major ``[L, B]``; every row ``t < L-1`` is a transition :math:`(s_t, a_t,
 r_{t+1}, s_{t+1})` (``L = 2``: one transition per sequence, as in the papers).
@@ -28,7 +30,7 @@ are for actions in ``[-1, 1]``):
                  low, high\big), \quad \epsilon \sim \mathcal N(0, \tilde\sigma^2) \\
     y_t &= r_{t+1} + \gamma\, d_{t+1} \min_i Q_{\theta'_i}(s_{t+1}, \tilde a') \\
     L_{critic} &= \textstyle\sum_i \ell\big(y_t, Q_{\theta_i}(s_t, a_t)\big), \qquad
-    L_{actor} = -Q_{\theta_1}(s_t, \mu_\phi(s_t))
+    L_{actor} = -Q_{\theta_1}(s_t, \mu_\phi(s_t)) + \lambda_a \lVert\mu_\phi(s_t)\rVert^2
 
 ``OneStepTDLoss`` computes :math:`y_t` and :math:`\ell` (squared error by
 default) and follows ``TimeStep.discount`` (docs/design.md, section 3): a time-limit LAST
@@ -41,6 +43,11 @@ into one backward pass; ``actor_optimizer`` and ``critic_optimizer`` each step
 their own parameters. After the step the targets :math:`\phi', \theta'` move
 towards :math:`\phi, \theta` (``TargetUpdater``). ``LossInfo.priority`` ``[B]``
 is the mean over rows and critics of :math:`|y_t - Q_{\theta_i}(s_t, a_t)|`.
+:math:`\lambda_a` is ``action_l2`` (ALF's penalty on the actions' size, 0 by default).
+
+**Episodic returns.** ``DdpgRolloutInfo.discounted_return`` receives the replayed
+steps' returns (``ReplayBuffer.record_episodic_return``); they reach the critic loss,
+which a ``LowerBoundedTDLoss`` bounds :math:`y_t` with.
 """
 
 from __future__ import annotations
@@ -75,9 +82,11 @@ from alf.utils.value_ops import pad_first, pad_last
 
 
 class DdpgRolloutInfo(NamedTuple):
-    """What rollout keeps for training: the action taken ``[B, ...]``."""
+    """What rollout keeps for training: the action taken ``[B, ...]``; replayed
+    experience gets the episodic returns ``[T, B]`` (or ``()``) from the learner."""
 
     action: object = ()
+    discounted_return: object = ()
 
 
 class DdpgInfo(NamedTuple):
@@ -91,6 +100,9 @@ class DdpgInfo(NamedTuple):
             gradient; the first row is 0 (it only bootstraps rows ``t - 1``).
         actor_q: :math:`Q_{\\theta_1}(s_t, \\mu_\\phi(s_t))` ``[T, B]`` (last row 0),
             or ``()`` on updates without an actor step.
+        action_sq: :math:`\\lVert\\mu_\\phi(s_t)\\rVert^2` ``[T, B]`` (last row 0), with
+            gradient, when ``action_l2 > 0`` and the actor is updated; else ``()``.
+        discounted_return: the replayed steps' episodic returns ``[T, B]``, or ``()``.
     """
 
     reward: object = ()
@@ -99,6 +111,8 @@ class DdpgInfo(NamedTuple):
     critic_q: object = ()
     target_q: object = ()
     actor_q: object = ()
+    action_sq: object = ()
+    discounted_return: object = ()
 
 
 class DdpgLossInfo(NamedTuple):
@@ -144,10 +158,16 @@ class DdpgAlgorithm(OffPolicyAlgorithm):
             argument; None: ``OneStepTDLoss``), called with ``gamma`` and
             ``td_error_loss_fn`` when those are given here, so that ALF confs'
             ``alf.config('OneStepTDLoss', td_error_loss_fn=...)`` reaches DDPG.
+            It is called with ``discounted_return=`` (``LowerBoundedTDLoss`` uses it).
         exploration_noise_std: std of the Gaussian rollout noise in units of the
             action half-range: a float, a scheduler, or ``[(progress, std), ...]``.
         random_initial_collect: uniformly random actions until every env has
             ``config.initial_collect_steps`` steps in the replay buffer.
+        rollout_random_action: probability in ``[0, 1]`` that an env's rollout action
+            is uniform in the bounds instead of the noisy actor action (ALF's; drawn
+            per env and step; 0: never, 1: always).
+        action_l2: weight :math:`\\lambda_a \\ge 0` of the squared L2 norm of the
+            actor's action, added to the actor loss (ALF's).
         target_policy_noise: std :math:`\\tilde\\sigma` of the target policy
             smoothing noise (half-range units; 0: none, as in DDPG).
         target_policy_noise_clip: :math:`c`, the noise is clipped to ``[-c, c]``.
@@ -176,6 +196,8 @@ class DdpgAlgorithm(OffPolicyAlgorithm):
         critic_loss_ctor: Callable | None = None,
         exploration_noise_std: ScheduledFloat = 0.1,
         random_initial_collect: bool = True,
+        rollout_random_action: Probability = 0.0,
+        action_l2: float = 0.0,
         target_policy_noise: float = 0.0,
         target_policy_noise_clip: float = 0.5,
         actor_update_period: Count = 1,
@@ -189,6 +211,12 @@ class DdpgAlgorithm(OffPolicyAlgorithm):
     ):
         low, high = action_bounds(action_spec, name)
         _check_args(reward_spec, config, actor_update_period, name)
+        if not 0.0 <= rollout_random_action <= 1.0:
+            raise ValueError(
+                f"{name}: rollout_random_action must be in [0, 1], got {rollout_random_action}"
+            )
+        if action_l2 < 0:
+            raise ValueError(f"{name}: action_l2 must be >= 0, got {action_l2}")
         super().__init__(
             observation_spec=observation_spec,
             action_spec=action_spec,
@@ -230,6 +258,8 @@ class DdpgAlgorithm(OffPolicyAlgorithm):
         self._critic_loss = _critic_loss(critic_loss_ctor, gamma, td_error_loss_fn)
         self._exploration_noise_std = as_scheduler(exploration_noise_std)
         self._random_initial_collect = random_initial_collect
+        self._rollout_random_action = float(rollout_random_action)
+        self._action_l2 = float(action_l2)
         self._target_policy_noise = target_policy_noise
         self._target_policy_noise_clip = target_policy_noise_clip
         self._actor_update_period = actor_update_period
@@ -264,15 +294,23 @@ class DdpgAlgorithm(OffPolicyAlgorithm):
         action, _ = self._actor_network(inputs.observation)
         return AlgStep(output=action, state=state)
 
+    def _uniform(self, like: torch.Tensor) -> torch.Tensor:
+        return self._low + (self._high - self._low) * torch.rand_like(like)
+
     def rollout_step(self, inputs: TimeStep, state) -> AlgStep:
         """:math:`\\mu_\\phi(s)` plus Gaussian noise, clipped to the bounds ``[B, ...]``
-        (uniform in the bounds during the random initial collection)."""
+        (uniform in the bounds during the random initial collection, and for each env
+        with probability ``rollout_random_action``)."""
         action, _ = self._actor_network(inputs.observation)
         if self._collecting_initial_steps():
-            action = self._low + (self._high - self._low) * torch.rand_like(action)
+            action = self._uniform(action)
         else:
             std = float(self._exploration_noise_std())
             action = self._clip(action + std * self._magnitude * torch.randn_like(action))
+            if self._rollout_random_action > 0:
+                pick = torch.rand(action.shape[0], device=action.device)
+                pick = (pick < self._rollout_random_action).reshape(-1, *[1] * (action.ndim - 1))
+                action = torch.where(pick, self._uniform(action), action)
         return AlgStep(output=action, state=state, info=DdpgRolloutInfo(action=action))
 
     # -- training --------------------------------------------------------------
@@ -305,12 +343,14 @@ class DdpgAlgorithm(OffPolicyAlgorithm):
         action = flat_rows(experience.rollout_info.action, None, -1)
         target_q = self._target_q(next_observation)
         critic_q, _ = self._critic_network((observation, action))
-        actor_q = ()
+        actor_q = action_sq = ()
         if self._actor_update_due():
             new_action, _ = self._actor_network(observation)
             with frozen(self._critic_parameters):
                 q, _ = self._critic_network((observation, new_action))
             actor_q = pad_last((q[:, 0] if q.ndim == 2 else q).reshape(rows))
+            if self._action_l2 > 0:
+                action_sq = pad_last(new_action.square().flatten(1).sum(1).reshape(rows))
         return DdpgInfo(
             reward=ts.reward,
             step_type=ts.step_type,
@@ -318,17 +358,26 @@ class DdpgAlgorithm(OffPolicyAlgorithm):
             critic_q=pad_last(critic_q.reshape(rows + critic_q.shape[1:])),
             target_q=pad_first(target_q.reshape(rows)),
             actor_q=actor_q,
+            action_sq=action_sq,
+            discounted_return=experience.rollout_info.discounted_return,
         )
 
     def calc_loss(self, info: DdpgInfo) -> LossInfo:
         """Critic + actor loss ``[T, B]`` (last row 0) and priority ``[B]``."""
         critic = self._critic_loss(
-            info.reward, info.step_type, info.discount, info.critic_q, info.target_q
+            info.reward,
+            info.step_type,
+            info.discount,
+            info.critic_q,
+            info.target_q,
+            discounted_return=info.discounted_return,
         )
         loss = critic.loss
         actor_loss = None
         if isinstance(info.actor_q, torch.Tensor):
             actor_loss = -info.actor_q
+            if isinstance(info.action_sq, torch.Tensor):
+                actor_loss = actor_loss + self._action_l2 * info.action_sq
             loss = loss + actor_loss
         td_error = critic.extra.td_error[:-1]  # [T-1, B] or [T-1, B, R]
         if td_error.ndim == 3:

@@ -102,12 +102,14 @@ class CriticNetwork(Network):
         observation_input_processors: nest of preprocessors of the observation
             (see ``EncodingNetwork.input_preprocessors``).
         observation_input_processors_ctor: ``ctor(observation_spec)`` building them.
-        observation_preprocessing_combiner: combiner of a nested observation.
+        observation_preprocessing_combiner: combiner of a nested observation (ignored for a
+            single tensor, as in ALF).
         observation_conv_layer_params: conv layers of the observation encoder.
         observation_fc_layer_params: FC layers of the observation encoder.
         action_input_processors: nest of preprocessors of the action.
         action_input_processors_ctor: ``ctor(action_spec)`` building them.
-        action_preprocessing_combiner: combiner of a nested action.
+        action_preprocessing_combiner: combiner of a nested action (ignored for a single
+            tensor, as in ALF).
         action_fc_layer_params: FC layers of the action encoder.
         joint_fc_layer_params: hidden layers after the concatenation.
         activation: activation of all hidden layers.
@@ -244,7 +246,14 @@ class CriticNetwork(Network):
         return size
 
     def _make_encoders(self, spec, options: dict, layer_args: dict, name: str):
-        """``[]`` (no encoder), ``[encoder]`` (parameterless, shared) or ``R`` encoders."""
+        """``[]`` (no encoder), ``[encoder]`` (parameterless, shared) or ``R`` encoders.
+
+        A combiner given for an input that is a single tensor (and has no preprocessors)
+        has nothing to combine and is dropped, as ALF does: ALF's confs set the same
+        ``action_preprocessing_combiner`` whether or not the action is a nest."""
+        alone = options["input_preprocessors"] is None and not nest.is_nested(spec)
+        if alone and options["input_preprocessors_ctor"] is None:
+            options = dict(options, preprocessing_combiner=None)
         if not _needs_encoder(spec, *options.values()):
             return nn.ModuleList()
         encoder = EncodingNetwork(spec, name=name, **options, **layer_args)

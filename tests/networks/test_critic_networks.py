@@ -4,6 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from alf.nest.utils import NestConcat
 from alf.networks.critic_networks import CriticNetwork, min_over_replicas
 from alf.tensor_specs import BoundedTensorSpec, TensorSpec
 
@@ -226,3 +227,20 @@ def test_action_preprocessors_apply_to_the_action():
 def test_both_normalizations_are_refused():
     with pytest.raises(ValueError, match="last_use_fc_bn and last_use_fc_ln are both True"):
         CriticNetwork((OBS_SPEC, ACTION_SPEC), last_use_fc_bn=True, last_use_fc_ln=True)
+
+
+def test_a_combiner_of_a_single_tensor_is_dropped_as_in_alf():
+    """ALF's HER confs give NestConcat for a dict observation and a single-tensor action
+    alike: the action's combiner has nothing to combine, so the network is the plain one."""
+    obs_spec = {"observation": TensorSpec((2,)), "desired_goal": TensorSpec((1,))}
+    net = CriticNetwork(
+        (obs_spec, ACTION_SPEC),
+        joint_fc_layer_params=(8,),
+        observation_preprocessing_combiner=NestConcat(),
+        action_preprocessing_combiner=NestConcat(),
+    )
+    assert len(net._action_encoders) == 0  # the action goes to the joint layers as it is
+    obs = {"observation": torch.randn(5, 2), "desired_goal": torch.randn(5, 1)}
+    action = torch.rand(5, 2)
+    x = torch.cat([obs["desired_goal"], obs["observation"], action], -1)  # keys sorted
+    torch.testing.assert_close(net((obs, action))[0], _mlp_by_hand(net, 0, x))
