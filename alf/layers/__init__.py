@@ -45,8 +45,8 @@ from alf.layers.elementwise import (
 )
 from alf.layers.ensemble import FCBatchEnsemble
 from alf.layers.image import RandomCrop
-from alf.layers.norm import BatchRenorm1d
 from alf.layers.noisy import NoisyFC
+from alf.layers.norm import BatchRenorm1d
 from alf.layers.parallel import (
     NaiveParallelLayer,
     make_parallel_input,
