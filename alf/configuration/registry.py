@@ -187,14 +187,14 @@ class Configurable:
                 kwargs[name] = scoped.resolved_value()
                 scoped.used = True
                 continue
-            source = slot if slot.configured else self._inherited(name)
+            source = slot if slot.configured else self.inherited(name)
             if source is not None:
                 kwargs[name] = source.resolved_value()
                 source.used = slot.used = True
             elif slot.has_default:
                 slot.used = True
 
-    def _inherited(self, name):
+    def inherited(self, name):
         """The configured slot ``name`` of the nearest configurable base class, or None.
 
         The ALF base classes a class declares (``configurable(alf_bases=...)``) come
