@@ -55,7 +55,20 @@ the one-step target, which is what ALF trains there. Differences from ALF's: ALF
 trains every row of a longer sequence (row ``t`` toward its own truncated return) where
 this trains row 0; and ALF bootstraps from the minimum of two target critics at their
 argmax (``num_critic_replicas=2``), this from one target network (double DQN or Nature
-DQN, ``double_dqn``).
+DQN, ``double_dqn``). Because ALF's DQN is a ``SacAlgorithm``, the ``epsilon_greedy``,
+``target_update_tau`` and ``target_update_period`` an ALF conf sets on ``SacAlgorithm``
+(and not on ``DqnAlgorithm``) apply here too (``alf.configurable(alf_bases=...)``); ALF's
+DQN passes its other ``SacAlgorithm`` arguments itself, so ``SacAlgorithm``'s values of
+``q_network_cls``, ``critic_loss_ctor``, ``num_critic_replicas`` or ``critic_optimizer``
+do not reach it, here or in ALF.
+
+**Episodic returns** (ALF's lower-bounded targets). ``DqnRolloutInfo.discounted_return``
+receives the replayed steps' returns :math:`G_t` (``ReplayBuffer(record_episodic_return=True,
+gamma=γ)``: the discounted reward sum from ``t`` to the end of a finished episode, so a
+lower bound of :math:`Q^*(s_t, a_t)` when the dynamics are deterministic); they reach the
+critic loss, and with ``critic_loss_ctor=functools.partial(LowerBoundedTDLoss,
+lb_target_q=w)`` row 0's target becomes :math:`(1 - w) y + w \max(y, G_0)` where
+:math:`G_0` is known (``td_loss``). The buffer's ``gamma`` should be the loss's.
 
 **Noisy networks** (``QNetwork(noisy=True)``: ``alf.layers.NoisyFC``; Fortunato et al.
 2018, NoisyNet-DQN): new noise for the online network before every rollout step and
@@ -88,11 +101,17 @@ from alf.utils.schedulers import as_scheduler
 from alf.utils.target_networks import TargetUpdater
 from alf.utils.value_ops import pad_first
 
+#: ALF's ``DqnAlgorithm`` is a ``SacAlgorithm``; its ``super().__init__`` leaves these
+#: arguments to it, so values an ALF conf sets on ``SacAlgorithm`` reach ALF's DQN
+_ALF_SAC = "alf.algorithms.sac_algorithm.SacAlgorithm"
+
 
 class DqnRolloutInfo(NamedTuple):
-    """What rollout keeps for training: the action taken ``[B]``."""
+    """What rollout keeps for training: the action taken ``[B]``; replayed experience
+    gets the episodic returns ``[T, B]`` (or ``()``) from the learner."""
 
     action: object = ()
+    discounted_return: object = ()
 
 
 class DqnInfo(NamedTuple):
@@ -105,6 +124,7 @@ class DqnInfo(NamedTuple):
             row 0 (the trained row); 0 on rows ``1..n``.
         target_q_value: :math:`Q_{\\theta'}(s_t, a^*_t)`, the bootstrap value of
             rows ``1..n``, without gradient; 0 on row 0.
+        discounted_return: the replayed steps' episodic returns ``[T, B]``, or ``()``.
     """
 
     reward: object = ()
@@ -112,6 +132,7 @@ class DqnInfo(NamedTuple):
     discount: object = ()
     q_value: object = ()
     target_q_value: object = ()
+    discounted_return: object = ()
 
 
 class DqnLossInfo(NamedTuple):
@@ -168,7 +189,9 @@ def check_q_network(q_network, quantiles: bool, name: str) -> None:
         raise ValueError(f"{name}: a QNetwork with num_quantiles is QrdqnAlgorithm's network")
 
 
-@alf.configurable
+@alf.configurable(
+    alf_bases={_ALF_SAC: ("epsilon_greedy", "target_update_tau", "target_update_period")}
+)
 class DqnAlgorithm(OffPolicyAlgorithm):
     """DQN / double DQN with n-step returns (see the module docstring).
 
@@ -386,12 +409,18 @@ class DqnAlgorithm(OffPolicyAlgorithm):
             discount=ts.discount,
             q_value=torch.cat([q_value.unsqueeze(0), q_value.new_zeros(target_q_value.shape)]),
             target_q_value=pad_first(target_q_value),
+            discounted_return=experience.rollout_info.discounted_return,
         )
 
     def calc_loss(self, info: DqnInfo) -> LossInfo:
         """Loss ``[T, B]`` (only row 0 is kept by ``update_from_experience``), priority ``[B]``."""
         loss_info = self._td_loss(
-            info.reward, info.step_type, info.discount, info.q_value, info.target_q_value
+            info.reward,
+            info.step_type,
+            info.discount,
+            info.q_value,
+            info.target_q_value,
+            discounted_return=info.discounted_return,
         )
         td_error = loss_info.extra.td_error[0]
         extra = ()

@@ -33,7 +33,10 @@ averaged over the batch (sb3-contrib's ``quantile_huber_loss(sum_over_quantiles=
 ``LossInfo.priority`` is the per-transition :math:`L` (Rainbow prioritizes by the
 distributional loss). A ``critic_loss_ctor`` sets ``gamma``; with ``n_step > 1`` its
 ``td_lambda`` must be 1 (a λ-mixture of quantile vectors is not the quantiles of the
-mixture). ``td_error_loss_fn`` does not apply.
+mixture). ``td_error_loss_fn`` does not apply. A ``LowerBoundedTDLoss`` that bounds its
+targets is refused: the bound :math:`\max(y, G)` is on a scalar value, and an observed
+return :math:`G` bounds the mean of the return distribution, not each of its quantiles
+(raising every quantile below :math:`G` to it would erase the distribution's lower tail).
 """
 
 from __future__ import annotations
@@ -105,6 +108,11 @@ class QrdqnAlgorithm(DqnAlgorithm):
                 f"{self._name} trains with the quantile Huber loss: td_error_loss_fn does not apply"
             )
         loss = super()._make_td_loss(gamma, None, critic_loss_ctor, n_step)
+        if getattr(loss, "bounds_targets", False):
+            raise ValueError(
+                f"{self._name}: critic_loss_ctor's LowerBoundedTDLoss bounds a scalar target, "
+                "not quantiles; use lb_target_q=0 and improve_w_nstep_bootstrap=False"
+            )
         if n_step > 1 and getattr(loss, "td_lambda", 1.0) != 1:
             raise ValueError(
                 f"{self._name}: with n_step={n_step} the critic loss needs td_lambda=1 (a "

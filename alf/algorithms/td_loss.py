@@ -212,6 +212,12 @@ class LowerBoundedTDLoss(TDLoss):
         self._nstep = improve_w_nstep_bootstrap
         self._nstep_only = improve_w_nstep_only
 
+    @property
+    def bounds_targets(self) -> bool:
+        """Whether the targets differ from ``TDLoss``'s (``lb_target_q > 0`` or
+        ``improve_w_nstep_bootstrap``)."""
+        return self._lb_target_q > 0 or self._nstep
+
     def __call__(
         self, reward, step_type, discount, value, target_value, discounted_return=()
     ) -> LossInfo:

@@ -55,9 +55,24 @@ def _register(entry):
     apply_pending_to(entry)
 
 
-def _decorate_class(cls, full_name, whitelist, blacklist):
+def _set_alf_bases(entry, alf_bases):
+    """Check and keep ``configurable``'s ``alf_bases`` on ``entry``."""
+    if not isinstance(alf_bases, dict):
+        raise ValueError(f"alf_bases of '{entry.full_name}' must be a dict, got {alf_bases!r}.")
+    for base_name, args in alf_bases.items():
+        unknown = [arg for arg in args if arg not in entry.slots]
+        if "." not in str(base_name) or unknown:
+            raise ValueError(
+                f"alf_bases of '{entry.full_name}': expected the full name of a class and "
+                f"arguments of '{entry.full_name}', got {base_name!r}: {list(args)}."
+            )
+    entry.alf_bases = tuple((name, frozenset(args)) for name, args in alf_bases.items())
+
+
+def _decorate_class(cls, full_name, whitelist, blacklist, alf_bases):
     attr, fn = _construction_fn(cls)
     entry = Configurable(full_name, fn, True, whitelist, blacklist)
+    _set_alf_bases(entry, alf_bases)
     if fn is not None:
         wrapper = _make_wrapper(fn, entry)
         setattr(cls, attr, staticmethod(wrapper) if attr == "__new__" else wrapper)
@@ -67,21 +82,22 @@ def _decorate_class(cls, full_name, whitelist, blacklist):
     return cls
 
 
-def _decorate(obj, name, whitelist, blacklist):
+def _decorate(obj, name, whitelist, blacklist, alf_bases):
     if whitelist and blacklist:
         raise ValueError("alf.configurable() takes a whitelist or a blacklist, not both.")
     if not callable(obj):
         raise ValueError(f"alf.configurable() can only decorate a callable, got {obj!r}.")
     full_name = _full_name(obj, name)
     if inspect.isclass(obj):
-        return _decorate_class(obj, full_name, whitelist, blacklist)
+        return _decorate_class(obj, full_name, whitelist, blacklist, alf_bases)
     entry = Configurable(full_name, obj, False, whitelist, blacklist)
+    _set_alf_bases(entry, alf_bases)
     entry.target = _make_wrapper(obj, entry)
     _register(entry)
     return entry.target
 
 
-def configurable(fn_or_name=None, whitelist=(), blacklist=()):
+def configurable(fn_or_name=None, whitelist=(), blacklist=(), alf_bases=None):
     """Make a function or class configurable with ``alf.config``.
 
     Usable as ``@alf.configurable``, ``@alf.configurable('Name')`` or
@@ -94,18 +110,26 @@ def configurable(fn_or_name=None, whitelist=(), blacklist=()):
 
     Configured values are defaults: arguments passed explicitly by the caller win.
 
+    ``alf_bases`` names classes that ALF's class of this name derives from but this one
+    does not (ALF's ``DqnAlgorithm`` is a ``SacAlgorithm``), each with the arguments that
+    ALF's class leaves to it: an argument listed there that is configured neither for
+    this class nor for a configurable base class takes the value configured for that
+    ALF base, as ALF's ``super().__init__`` call would.
+
     Args:
         fn_or_name (Callable|str|None): the decorated object, or an explicit name. A name
             without dots is prefixed with the module name; a dotted name is used as is.
         whitelist (Iterable[str]): only these arguments are configurable.
         blacklist (Iterable[str]): these arguments are not configurable.
+        alf_bases (dict[str, Iterable[str]] | None): full class name -> arguments (above).
 
     Returns:
         The decorated function or class, or a decorator when given a name or lists.
     """
     whitelist, blacklist = tuple(whitelist), tuple(blacklist)
+    alf_bases = {} if alf_bases is None else alf_bases
     if callable(fn_or_name):
-        return _decorate(fn_or_name, None, whitelist, blacklist)
+        return _decorate(fn_or_name, None, whitelist, blacklist, alf_bases)
     if fn_or_name is not None and not isinstance(fn_or_name, str):
         raise ValueError(f"alf.configurable() expects a callable or a name, got {fn_or_name!r}.")
-    return lambda obj: _decorate(obj, fn_or_name, whitelist, blacklist)
+    return lambda obj: _decorate(obj, fn_or_name, whitelist, blacklist, alf_bases)

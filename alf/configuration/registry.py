@@ -108,6 +108,7 @@ class Configurable:
         self.slots = {}
         self.params = []
         self._positions = {}
+        self.alf_bases = ()  # ((full name of an ALF base class, frozenset(args)), ...)
         if fn is not None:
             self._build(fn, skip_first, whitelist, blacklist)
 
@@ -186,21 +187,39 @@ class Configurable:
                 kwargs[name] = scoped.resolved_value()
                 scoped.used = True
                 continue
-            source = slot if slot.configured else self._inherited(name)
+            source = slot if slot.configured else self.inherited(name)
             if source is not None:
                 kwargs[name] = source.resolved_value()
                 source.used = slot.used = True
             elif slot.has_default:
                 slot.used = True
 
-    def _inherited(self, name):
-        """The configured slot ``name`` of the nearest configurable base class, or None."""
-        for base in getattr(self.target, "__mro__", ())[1:]:
-            entry = CLASS_ENTRIES.get(base)
-            slot = None if entry is None else entry.slots.get(name)
+    def inherited(self, name):
+        """The configured slot ``name`` of the nearest configurable base class, or None.
+
+        The ALF base classes a class declares (``configurable(alf_bases=...)``) come
+        right after it, for the arguments it declares them for: ALF's class is a
+        subclass of them there, and its ``super().__init__`` leaves those arguments to
+        them."""
+        for entry in self._ancestors(name):
+            slot = entry.slots.get(name)
             if slot is not None and slot.configured:
                 return slot
         return None
+
+    def _ancestors(self, name):
+        """The registry entries ``name`` may be inherited from, nearest first."""
+        classes = getattr(self.target, "__mro__", None) or (None,)
+        for index, klass in enumerate(classes):
+            entry = self if index == 0 else CLASS_ENTRIES.get(klass)
+            if entry is None:
+                continue
+            if index > 0:
+                yield entry
+            for base_name, args in entry.alf_bases:
+                base = REGISTRY.get(base_name)
+                if name in args and base is not None:
+                    yield base
 
 
 ARG_ALIASES = {

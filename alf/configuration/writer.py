@@ -40,7 +40,8 @@ def get_operative_configs(include_defaults=False):
     configured value was used. Pending configs are validated first.
 
     Args:
-        include_defaults (bool): also report the default values that were used.
+        include_defaults (bool): also report the default values that were used (not an
+            argument whose value a base class's configured one gave: that one is reported).
 
     Returns:
         list[tuple[str, dict[str, Any]]]: ``(full_name, {arg: value})`` sorted by name;
@@ -50,10 +51,12 @@ def get_operative_configs(include_defaults=False):
     validate_pending_configs()
     result = []
     for name in sorted(REGISTRY):
+        entry = REGISTRY[name]
         args = {
             arg: slot.resolved_value(evaluate=False)
-            for arg, slot in REGISTRY[name].slots.items()
-            if slot.used and (slot.configured or include_defaults)
+            for arg, slot in entry.slots.items()
+            if slot.used
+            and (slot.configured or (include_defaults and entry.inherited(arg) is None))
         }
         if args:
             result.append((name, args))

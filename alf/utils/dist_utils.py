@@ -10,11 +10,12 @@ This module adds what torch lacks for RL:
   (gymnasium ``Discrete(n, start)``);
 - ``DiagMultivariateNormal``: independent normals whose ``log_prob`` sums over
   the action dims;
-- ``StableTanh``: a tanh bijector whose inverse is safe at the bounds;
+- ``StableTanh``: a tanh bijector whose inverse is safe at the bounds, and ``Softsign``
+  (``x / (1 + |x|)``), both configurable under these names, as ALF's gin files refer to
+  them (``@dist_utils.Softsign()``);
 - from ``alf.utils.distributions`` (re-exported, as ALF's confs name them here):
   ``Beta``, ``DiagMultivariateBeta``, ``AffineTransformedDistribution``,
-  ``TruncatedNormal``, ``TruncatedCauchy``, ``StableCauchy``, ``DiagMultivariateCauchy``
-  and the ``Softsign`` bijector;
+  ``TruncatedNormal``, ``TruncatedCauchy``, ``StableCauchy``, ``DiagMultivariateCauchy``;
 - ``get_mode``, ``entropy``, ``compute_entropy``, ``compute_log_probability``,
   ``sample_action_distribution``: the same call for any (nest of) distribution;
 - ``DistributionSpec``, ``extract_spec``, ``distributions_to_params`` and
@@ -40,7 +41,6 @@ from alf.utils.distributions import (
     Beta,
     DiagMultivariateBeta,
     DiagMultivariateCauchy,
-    Softsign,
     SquashToUnitInterval,
     StableCauchy,
     TruncatedCauchy,
@@ -248,6 +248,7 @@ def _is_elementwise(transform, event_shape: torch.Size) -> bool:
     return True
 
 
+@alf.configurable
 class StableTanh(SquashToUnitInterval):
     """The bijector ``y = tanh(x)`` with a clamped inverse, so ``log_prob(±1)`` stays finite.
 
@@ -265,6 +266,23 @@ class StableTanh(SquashToUnitInterval):
 
     def log_abs_det_jacobian(self, x, y):
         return 2.0 * (math.log(2.0) - x - F.softplus(-2.0 * x))
+
+
+@alf.configurable
+class Softsign(SquashToUnitInterval):
+    """The bijector ``y = x / (1 + |x|)`` onto ``(-1, 1)``; ``x = y / (1 - |y|)``,
+    ``log|dy/dx| = -2 log(1 + |x|)``. Its tails are polynomial, not exponential as tanh's,
+    so a squashed sample reaches the bounds more slowly."""
+
+    def _call(self, x):
+        return x / (1 + x.abs())
+
+    def _inverse(self, y):
+        y = y.clamp(-1 + torch.finfo(y.dtype).eps, 1 - torch.finfo(y.dtype).eps)
+        return y / (1 - y.abs())
+
+    def log_abs_det_jacobian(self, x, y):
+        return -2.0 * torch.log1p(x.abs())
 
 
 def affine_transform(loc, scale):

@@ -1,7 +1,6 @@
 """Bounded and heavy-tailed action distributions, with ALF's names.
 
-``dist_utils`` re-exports every name here (ALF's confs write ``dist_utils.TruncatedNormal``
-and ``dist_utils.Softsign()``):
+``dist_utils`` re-exports every name here (ALF's confs write ``dist_utils.TruncatedNormal``):
 
 - ``Beta`` / ``DiagMultivariateBeta``: Beta densities on ``[0, 1]`` whose reparameterized
   samples are kept ``eps`` away from 0 and 1 (the log-density and its gradient are
@@ -12,7 +11,8 @@ and ``dist_utils.Softsign()``):
   ``[lower_bound, upper_bound]`` and renormalized, sampled by inverting the CDF;
 - ``StableCauchy`` / ``DiagMultivariateCauchy``: a Cauchy whose samples leave out the
   most extreme quantiles;
-- ``Softsign``: the bijector ``x / (1 + |x|)`` onto ``(-1, 1)``, an alternative to tanh.
+- ``SquashToUnitInterval``: the base of the bijectors onto ``(-1, 1)`` (``dist_utils``'
+  ``StableTanh`` and ``Softsign``).
 
 All are built with torch's argument validation off, as the rest of alf's distributions.
 """
@@ -418,19 +418,3 @@ class SquashToUnitInterval(td.Transform):
 
     def with_cache(self, cache_size=1):
         return type(self)(cache_size)
-
-
-class Softsign(SquashToUnitInterval):
-    """The bijector ``y = x / (1 + |x|)`` onto ``(-1, 1)``; ``x = y / (1 - |y|)``,
-    ``log|dy/dx| = -2 log(1 + |x|)``. Its tails are polynomial, not exponential as tanh's,
-    so a squashed sample reaches the bounds more slowly."""
-
-    def _call(self, x):
-        return x / (1 + x.abs())
-
-    def _inverse(self, y):
-        y = y.clamp(-1 + torch.finfo(y.dtype).eps, 1 - torch.finfo(y.dtype).eps)
-        return y / (1 - y.abs())
-
-    def log_abs_det_jacobian(self, x, y):
-        return -2.0 * torch.log1p(x.abs())

@@ -7,11 +7,18 @@ import pytest
 import torch
 import torch.distributions as td
 
+import alf
+from alf.configuration import scopes
+from alf.networks.normal_projection_networks import (
+    NormalProjectionNetwork,
+    StableNormalProjectionNetwork,
+)
+from alf.tensor_specs import BoundedTensorSpec
 from alf.utils import dist_utils
+from alf.utils.dist_utils import Softsign
 from alf.utils.distributions import (
     AffineTransformedDistribution,
     Beta,
-    Softsign,
     StableCauchy,
     TruncatedNormal,
 )
@@ -81,6 +88,28 @@ def test_softsign_bijector():
         Softsign(cache_size=0).inv(y.detach()), x.detach(), rtol=1e-4, atol=0
     )
     assert torch.isfinite(Softsign(cache_size=0).inv(torch.tensor([1.0, -1.0]))).all()
+
+
+def test_gin_refers_to_the_squashing_bijectors_by_alf_names():
+    """ALF's ``sarsa_sac_bipedal_walker.gin`` line, and ``StableTanh`` likewise: the
+    projection network gets the bijector the reference builds."""
+    alf.reset_configs()
+    try:
+        alf.config_util.apply_gin_params(
+            [
+                "actor/StableNormalProjectionNetwork.dist_squashing_transform"
+                " = @dist_utils.Softsign()",
+                "NormalProjectionNetwork.dist_squashing_transform = @dist_utils.StableTanh()",
+            ]
+        )
+        spec = BoundedTensorSpec((2,), torch.float32, -1.0, 1.0)
+        net = scopes.in_scope("actor", StableNormalProjectionNetwork)(4, spec)  # @actor/...
+        assert type(net._squashing_transform) is Softsign
+        x = torch.tensor([3.0, -1.0])
+        torch.testing.assert_close(net._squashing_transform(x), torch.tensor([0.75, -0.5]))
+        assert type(NormalProjectionNetwork(4, spec)._squashing_transform) is dist_utils.StableTanh
+    finally:
+        alf.reset_configs()
 
 
 @pytest.mark.parametrize(
