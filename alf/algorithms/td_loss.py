@@ -113,3 +113,13 @@ class OneStepTDLoss(TDLoss):
         name: str = "OneStepTDLoss",
     ):
         super().__init__(gamma=gamma, td_error_loss_fn=td_error_loss_fn, td_lambda=0.0, name=name)
+
+
+def __getattr__(name):
+    """ALF's import path of the quantile losses: ``from alf.algorithms.td_loss import
+    TDQRLoss`` (they live in ``quantile_td_loss``, which imports this module)."""
+    if name in ("TDQRLoss", "OneStepTDQRLoss", "quantile_huber_loss"):
+        from alf.algorithms import quantile_td_loss
+
+        return getattr(quantile_td_loss, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
