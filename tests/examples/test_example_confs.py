@@ -55,6 +55,8 @@ def test_examples_exist():
     assert all(os.path.isfile(os.path.join(EXAMPLES, name)) for name in BASE_CONFS)
     assert {"ac_cart_pole_conf.py", "ppo_pendulum_conf.py", "ppo_mujoco_conf.py"} <= set(CONFS)
     assert {"ppo_breakout_conf.py", "dqn_breakout_conf.py"} <= set(CONFS)
+    assert {"qrsac_halfcheetah_conf.py", "tqc_halfcheetah_conf.py"} <= set(CONFS)
+    assert "redq_halfcheetah_conf.py" in CONFS
 
 
 @pytest.mark.parametrize("conf", CONFS)
