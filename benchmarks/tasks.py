@@ -27,10 +27,18 @@ SB3_DQN.update(exploration_fraction=0.16, exploration_final_eps=0.04)
 SB3_DQN["policy_kwargs"] = dict(net_arch=[256, 256])
 
 
+#: ``sb3_contrib.TQC`` keyword arguments at its defaults (SAC's, 2 critics × 25 quantiles, 2
+#: dropped per critic), as ``alf/examples/tqc_halfcheetah_conf.py``.
+SB3_TQC = dict(SB3_SAC, top_quantiles_to_drop_per_net=2)
+SB3_TQC["policy_kwargs"] = dict(net_arch=[256, 256], n_critics=2, n_quantiles=25)
+
+
 @dataclasses.dataclass(frozen=True)
 class Task:
-    """One benchmark: ``sb3`` holds SB3's keyword arguments; ``steady_starts`` is SAC's
-    ``learning_starts`` in steady-state runs (alf: ``initial_collect_steps``)."""
+    """One benchmark: ``sb3`` holds SB3's keyword arguments (for ``sb3_class``, e.g.
+    ``"sb3_contrib:TQC"``, else SB3's class of ``algorithm``); ``steady_starts`` is SAC's
+    ``learning_starts`` in steady-state runs (alf: ``initial_collect_steps``). An off-policy
+    algorithm with one update per env step (TQC) runs as ``"sac"``."""
 
     name: str
     algorithm: str  # "ppo", "sac" or "dqn"
@@ -47,6 +55,7 @@ class Task:
     learning_starts: int = 0
     steady_starts: int = 0
     normalize: bool = False  # PPO: SB3 in VecNormalize (the zoo's ``normalize: true``)
+    sb3_class: str = ""  # "module:Class" of the SB3-side model; "": SB3's of ``algorithm``
 
     @property
     def unit(self) -> str:
@@ -99,5 +108,11 @@ TASKS = {
         env_steps=100_000, eval_every=10_000, seeds=(0, 1, 2),
         sb3=dict(SB3_SAC, learning_starts=10_000), num_eval_episodes=5,
         learning_starts=10_000, steady_starts=1_000,
+    ),
+    "tqc_halfcheetah": Task(
+        "tqc_halfcheetah", "sac", "HalfCheetah-v5", "alf/examples/tqc_halfcheetah_conf.py",
+        env_steps=100_000, eval_every=10_000, seeds=(0, 1, 2),
+        sb3=dict(SB3_TQC, learning_starts=10_000), num_eval_episodes=5,
+        learning_starts=10_000, steady_starts=1_000, sb3_class="sb3_contrib:TQC",
     ),
 }  # fmt: skip

@@ -21,7 +21,10 @@ def _linear(start: float, progress_remaining: float) -> float:
 
 
 def model(task: dict, seed: int, **overrides):
-    """SB3's DQN, PPO or SAC for ``task`` (``{"linear": v}`` schedules, activations by name)."""
+    """SB3's DQN, PPO or SAC (or ``task["sb3_class"]``) for ``task`` (``{"linear": v}``
+    schedules, activations by name)."""
+    import importlib
+
     import gymnasium as gym
     import torch
     from stable_baselines3 import DQN, PPO, SAC
@@ -44,6 +47,9 @@ def model(task: dict, seed: int, **overrides):
     else:
         env = gym.make(task["env_name"])
     algorithm = dict(dqn=DQN, ppo=PPO, sac=SAC)[task["algorithm"]]
+    if task.get("sb3_class"):  # e.g. "sb3_contrib:TQC"
+        module, name = task["sb3_class"].split(":")
+        algorithm = getattr(importlib.import_module(module), name)
     sb3_model = algorithm(
         "MlpPolicy", env, seed=seed, device="cpu", policy_kwargs=policy_kwargs, **kwargs
     )

@@ -172,6 +172,7 @@ def test_dsac_checkpoint_round_trip():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_dsac_learns_pendulum_slow():
     """SAC's slow settings (256 × 256, lr 1e-3, γ = 0.99), 32 IQN fractions, SAC's α
     tuning: > -400."""

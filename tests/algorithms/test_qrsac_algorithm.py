@@ -115,6 +115,7 @@ def test_qrsac_rejects_a_scalar_critic():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_qrsac_learns_pendulum_slow():
     """SAC's slow settings (256 × 256, lr 1e-3, γ = 0.99) with 16 quantiles: > -400."""
     make = functools.partial(_qrsac, hidden=(256, 256), gamma=0.99, lr=1e-3)

@@ -95,6 +95,7 @@ def test_redq_rejects_a_subset_larger_than_the_ensemble():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_redq_learns_pendulum_slow():
     """SAC's slow settings (256 × 256, lr 1e-3, γ = 0.99) with N = 10, M = 2 and an
     update-to-data ratio of 1: > -400."""

@@ -102,6 +102,7 @@ def test_tqc_rejects_dropping_every_quantile():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_tqc_learns_pendulum_slow():
     """SAC's slow settings (256 × 256, lr 1e-3, γ = 0.99), sb3-contrib's TQC defaults
     (2 critics × 25 quantiles, 2 dropped per critic): > -400."""
