@@ -116,13 +116,18 @@ def test_replica_reduction():
         env.close()
 
 
-def test_dsac_loss_uses_the_fractions():
+@pytest.mark.parametrize("epistemic", [True, False])
+def test_dsac_loss_uses_the_fractions(epistemic):
     """The critic loss is TDQRLoss with the critics' fractions τ̂ and the target
-    samples' probabilities Δτ'; the actor loss α·std·log π − Q (epistemic α, no α loss)."""
+    samples' probabilities Δτ'; the actor loss α·std·log π − Q with the epistemic α (no α
+    loss), else SAC's α log π − Q and −log α (log π + H̄)."""
     seeding.set_random_seed(0)
     env = utils.make_env(num_envs=1)
     try:
-        alg = _dsac(env, utils.config())
+        extra = {} if epistemic else dict(alpha_optimizer=Adam(lr=1e-3), use_entropy_reward=True)
+        alg = _dsac(env, utils.config(), **extra)
+        with torch.no_grad():
+            alg.log_alpha.fill_(-1.0)
         info = alg.train_steps(utils.minibatch())
         loss = alg.calc_loss(info).loss
         td = alg._critic_loss(
@@ -134,8 +139,13 @@ def test_dsac_loss_uses_the_fractions():
             tau_hat=info.tau_hat,
             next_delta_tau=info.next_delta_tau,
         ).loss
-        actor = info.q_std * info.neg_entropy - info.actor_q  # α = e^0
-        torch.testing.assert_close(loss[0], td[0] + actor[0])
+        alpha = math.exp(-1.0)
+        if epistemic:
+            rest = alpha * info.q_std * info.neg_entropy - info.actor_q
+        else:
+            assert info.q_std == ()
+            rest = alpha * info.neg_entropy - info.actor_q + (info.neg_entropy - 2.0)
+        torch.testing.assert_close(loss[0], td[0] + rest[0])
         assert not torch.equal(info.tau_hat[0], info.next_delta_tau[1])
     finally:
         env.close()
