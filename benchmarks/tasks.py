@@ -32,12 +32,18 @@ SB3_DQN["policy_kwargs"] = dict(net_arch=[256, 256])
 SB3_QRDQN = dict(SB3_DQN, policy_kwargs=dict(net_arch=[256, 256], n_quantiles=10))  # sb3-contrib
 
 
+#: ``sb3_contrib.TQC`` keyword arguments at its defaults (SAC's, 2 critics × 25 quantiles, 2
+#: dropped per critic), as ``alf/examples/tqc_halfcheetah_conf.py``.
+SB3_TQC = dict(SB3_SAC, top_quantiles_to_drop_per_net=2)
+SB3_TQC["policy_kwargs"] = dict(net_arch=[256, 256], n_critics=2, n_quantiles=25)
+
+
 @dataclasses.dataclass(frozen=True)
 class Task:
     """One benchmark: ``sb3`` holds SB3's keyword arguments; ``steady_starts`` is SAC's
     ``learning_starts`` in steady-state runs (alf: ``initial_collect_steps``); ``sb3_class``
     (``"module:Class"``) replaces SB3's class of ``algorithm`` (which says how the task runs:
-    CrossQ runs as SAC does, QR-DQN as DQN)."""
+    CrossQ and TQC run as SAC does, QR-DQN as DQN)."""
 
     name: str
     algorithm: str  # "ppo", "sac" or "dqn"
@@ -123,5 +129,11 @@ TASKS = {
         env_steps=100_000, eval_every=10_000, seeds=(0, 1, 2),
         sb3=dict(SB3_SAC, learning_starts=10_000), num_eval_episodes=5,
         learning_starts=10_000, steady_starts=1_000,
+    ),
+    "tqc_halfcheetah": Task(
+        "tqc_halfcheetah", "sac", "HalfCheetah-v5", "alf/examples/tqc_halfcheetah_conf.py",
+        env_steps=100_000, eval_every=10_000, seeds=(0, 1, 2),
+        sb3=dict(SB3_TQC, learning_starts=10_000), num_eval_episodes=5,
+        learning_starts=10_000, steady_starts=1_000, sb3_class="sb3_contrib:TQC",
     ),
 }  # fmt: skip

@@ -401,29 +401,44 @@ class SacAlgorithm(OffPolicyAlgorithm):
             reward=self._scalar_reward(ts.reward),
             step_type=ts.step_type,
             discount=ts.discount,
-            critic_q=pad_last(critic_q.reshape(*steps, -1)),
-            target_v=pad_first(target_v.reshape(steps)),
+            critic_q=pad_last(critic_q.reshape(*steps, -1, *critic_q.shape[2:])),
+            target_v=pad_first(target_v.reshape(*steps, *target_v.shape[1:])),
             neg_entropy=neg_entropy.reshape(steps),
             actor_q=actor_q.reshape(steps) if torch.is_tensor(actor_q) else (),
             discounted_return=experience.rollout_info.discounted_return,
         )
 
     def _continuous_terms(self, observation, action, next_observation, alpha):
-        """``(Q_i(s,a) [N, R], V'(s') [N], log π(ã|s) [N], min_i Q_i(s, ã) [N])``."""
+        """``(Q_i(s,a) [N, R], V'(s') [N], log π(ã|s) [N], min_i Q_i(s, ã) [N])``.
+
+        A distributional critic adds its value dims: ``Q_i(s,a)`` ``[N, R, ...]`` and
+        ``V'(s')`` ``[N, ...]`` (``_target_critic_value``)."""
         with torch.no_grad():
             next_dist, _ = self._actor_network(next_observation)
             next_action, next_log_pi = _sample_with_log_prob(next_dist)
             target_q, _ = self._target_critic_networks((next_observation, next_action))
-            target_v = min_over_replicas(target_q)
+            target_v = self._target_critic_value(target_q)
             if self._use_entropy_reward:
-                target_v = target_v - alpha * next_log_pi
+                target_v = target_v - alpha * next_log_pi.reshape(-1, *(1,) * (target_v.ndim - 1))
         actor_observation = next_observation if self._reproduce_locomotion else observation
         dist, _ = self._actor_network(actor_observation)
         new_action, log_pi = _sample_with_log_prob(dist)
         critic_q, _ = self._critic_networks((observation, action))
         with frozen(self._critic_parameters):
             actor_q, _ = self._critic_networks((actor_observation, new_action))
-        return critic_q, target_v, log_pi, min_over_replicas(actor_q)
+        return critic_q, target_v, log_pi, self._actor_critic_value(actor_q)
+
+    def _target_critic_value(self, target_q: torch.Tensor) -> torch.Tensor:
+        """The target critics' output at ``(s', a')`` (``[N, R]``, ``[N]`` for one critic)
+        reduced to the value bootstrapped from, before the entropy term: the minimum over
+        the replicas ``[N]``. Subclasses change only this (e.g. a distributional target
+        ``[N, K]``, ``qrsac_algorithm``, ``tqc_algorithm``, ``redq_algorithm``)."""
+        return min_over_replicas(target_q)
+
+    def _actor_critic_value(self, actor_q: torch.Tensor) -> torch.Tensor:
+        """The critics' output at the policy's action ``(s, ã)`` reduced to the ``[N]``
+        value the actor maximizes: the minimum over the replicas."""
+        return min_over_replicas(actor_q)
 
     def _discrete_terms(self, observation, action, next_observation, alpha):
         """The same terms with exact expectations over the actions (Christodoulou 2019)."""

@@ -258,3 +258,13 @@ class LowerBoundedTDLoss(TDLoss):
             for n in lengths
         ]
         return torch.stack(returns).amax(0)
+
+
+def __getattr__(name):
+    """ALF's import path of the quantile losses: ``from alf.algorithms.td_loss import
+    TDQRLoss`` (they live in ``quantile_td_loss``, which imports this module)."""
+    if name in ("TDQRLoss", "OneStepTDQRLoss", "quantile_huber_loss"):
+        from alf.algorithms import quantile_td_loss
+
+        return getattr(quantile_td_loss, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

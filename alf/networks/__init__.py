@@ -10,6 +10,7 @@ from alf.networks.actor_networks import ActorNetwork
 from alf.networks.cells import GRUCell, LSTMCell
 from alf.networks.containers import Branch, Echo, Parallel, Residue, Sequential
 from alf.networks.critic_networks import CriticNetwork
+from alf.networks.critic_quantile_networks import CriticQuantileNetwork
 from alf.networks.encoding_networks import EncodingNetwork, NestConcat
 from alf.networks.image_networks import ImageDecodingNetwork, ImageEncodingNetwork
 from alf.networks.latent_actor_networks import (
@@ -56,6 +57,7 @@ __all__ = [
     "CauchyProjectionNetwork",
     "CategoricalProjectionNetwork",
     "CriticNetwork",
+    "CriticQuantileNetwork",
     "EncodingNetwork",
     "ImageDecodingNetwork",
     "ImageEncodingNetwork",

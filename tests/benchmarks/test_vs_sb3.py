@@ -2,6 +2,7 @@
 and RESULTS.md: every block regenerates exactly from its committed record, and every results
 file is pointed to and exists."""
 
+import dataclasses
 import os
 import re
 
@@ -111,6 +112,19 @@ def test_crossq_tasks_build_sb3_contribs_crossq():
     model = sb3.model(dataclasses.asdict(task), seed=0)
     assert type(model).__name__ == "CrossQ" and model.policy_delay == 3
     assert model.critic.qf0[1].out_features == 1024 and model.learning_rate == 1e-3
+
+
+def test_tqc_task_builds_sb3_contribs_tqc_with_the_confs_settings():
+    pytest.importorskip("sb3_contrib")
+    pytest.importorskip("mujoco")
+    from benchmarks.harness import sb3
+
+    task = TASKS["tqc_halfcheetah"].quick()
+    assert task.sb3_class == "sb3_contrib:TQC" and task.sb3["learning_starts"] == 100
+    model = sb3.model(dataclasses.asdict(task), seed=0)
+    assert type(model).__name__ == "TQC" and model.top_quantiles_to_drop_per_net == 2
+    assert (model.critic.n_critics, model.critic.n_quantiles) == (2, 25)
+    assert (model.batch_size, model.learning_rate, model.tau) == (256, 3e-4, 0.005)
 
 
 def _render(name: str, key: str, record: dict) -> str:

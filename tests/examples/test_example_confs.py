@@ -65,6 +65,8 @@ def test_examples_exist():
     assert {"ac_cart_pole_conf.py", "ppo_pendulum_conf.py", "ppo_mujoco_conf.py"} <= set(CONFS)
     assert {"ppo_breakout_conf.py", "dqn_breakout_conf.py"} <= set(CONFS)
     assert {"dqn_cart_pole_conf.py", "qrdqn_cart_pole_conf.py"} <= set(CONFS)
+    assert {"qrsac_halfcheetah_conf.py", "tqc_halfcheetah_conf.py"} <= set(CONFS)
+    assert "redq_halfcheetah_conf.py" in CONFS
 
 
 @pytest.mark.parametrize("conf", CONFS)
