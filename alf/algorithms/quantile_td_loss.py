@@ -172,6 +172,7 @@ class TDQRLoss(TDLoss):
         tau_hat=None,
         delta_tau=None,
         next_delta_tau=None,
+        discounted_return=(),
     ) -> LossInfo:
         r"""Loss ``[T, B]`` of the quantiles ``value`` against the targets from ``target_value``.
 
@@ -185,6 +186,8 @@ class TDQRLoss(TDLoss):
                 for the TD error; None: ``1/N`` each).
             next_delta_tau: the probabilities of the target samples ``[T, B, N']`` (IQN;
                 row 0 unused); None: equally likely.
+            discounted_return: the replay buffer's episodic returns, ignored: a return
+                bounds the mean of the return distribution, not each of its quantiles.
 
         Returns:
             ``LossInfo(loss [T, B], extra=TDLossInfo(target, td_error))``: ``target``
