@@ -30,8 +30,6 @@ SB3_DQN.update(gamma=0.99, target_update_interval=10, train_freq=256, gradient_s
 SB3_DQN.update(exploration_fraction=0.16, exploration_final_eps=0.04)
 SB3_DQN["policy_kwargs"] = dict(net_arch=[256, 256])
 SB3_QRDQN = dict(SB3_DQN, policy_kwargs=dict(net_arch=[256, 256], n_quantiles=10))  # sb3-contrib
-
-
 #: ``sb3_contrib.TQC`` keyword arguments at its defaults (SAC's, 2 critics × 25 quantiles, 2
 #: dropped per critic), as ``alf/examples/tqc_halfcheetah_conf.py``.
 SB3_TQC = dict(SB3_SAC, top_quantiles_to_drop_per_net=2)
@@ -91,6 +89,15 @@ _PPO_HALFCHEETAH = Task(
     env_steps=200_000, eval_every=40 * 512, seeds=(0, 1, 2), sb3=SB3_PPO_HALFCHEETAH,
     conf_params=("TrainerConfig.eval_interval=40",),
 )  # fmt: skip
+_DQN_CART_POLE = Task(
+    "dqn_cart_pole", "dqn", "CartPole-v1", "alf/examples/dqn_cart_pole_conf.py", env_steps=50_000,
+    eval_every=2_560, seeds=(0, 1, 2), sb3=SB3_DQN, threshold=475.0, learning_starts=1000,
+)  # fmt: skip
+_SAC_HALFCHEETAH = Task(
+    "sac_halfcheetah", "sac", "HalfCheetah-v5", "alf/examples/sac_halfcheetah_conf.py",
+    env_steps=100_000, eval_every=10_000, seeds=(0, 1, 2), num_eval_episodes=5,
+    sb3=dict(SB3_SAC, learning_starts=10_000), learning_starts=10_000, steady_starts=1_000,
+)  # fmt: skip
 TASKS = {
     "ppo_cart_pole": Task(
         "ppo_cart_pole", "ppo", "CartPole-v1", "alf/examples/ppo_cart_pole_conf.py",
@@ -103,15 +110,10 @@ TASKS = {
         sb3=dict(SB3_SAC, learning_rate=1e-3), threshold=-200.0, learning_starts=100,
         steady_starts=100,
     ),
-    "dqn_cart_pole": Task(
-        "dqn_cart_pole", "dqn", "CartPole-v1", "alf/examples/dqn_cart_pole_conf.py",
-        env_steps=50_000, eval_every=2_560, seeds=(0, 1, 2), sb3=SB3_DQN, threshold=475.0,
-        learning_starts=1000,
-    ),
-    "qrdqn_cart_pole": Task(
-        "qrdqn_cart_pole", "dqn", "CartPole-v1", "alf/examples/qrdqn_cart_pole_conf.py",
-        env_steps=50_000, eval_every=2_560, seeds=(0, 1, 2), sb3=SB3_QRDQN, threshold=475.0,
-        learning_starts=1000, sb3_class="sb3_contrib:QRDQN",
+    "dqn_cart_pole": _DQN_CART_POLE,
+    "qrdqn_cart_pole": dataclasses.replace(
+        _DQN_CART_POLE, name="qrdqn_cart_pole", conf="alf/examples/qrdqn_cart_pole_conf.py",
+        sb3=SB3_QRDQN, sb3_class="sb3_contrib:QRDQN",
     ),
     "ppo_halfcheetah": _PPO_HALFCHEETAH,
     "ppo_halfcheetah_zoo": dataclasses.replace(
@@ -124,16 +126,9 @@ TASKS = {
         eval_every=2_000, seeds=(0, 1, 2, 3, 4), threshold=-200.0, steady_starts=100,
         conf_params=("create_environment.env_name='Pendulum-v1'",), num_eval_episodes=10,
     ),
-    "sac_halfcheetah": Task(
-        "sac_halfcheetah", "sac", "HalfCheetah-v5", "alf/examples/sac_halfcheetah_conf.py",
-        env_steps=100_000, eval_every=10_000, seeds=(0, 1, 2),
-        sb3=dict(SB3_SAC, learning_starts=10_000), num_eval_episodes=5,
-        learning_starts=10_000, steady_starts=1_000,
-    ),
-    "tqc_halfcheetah": Task(
-        "tqc_halfcheetah", "sac", "HalfCheetah-v5", "alf/examples/tqc_halfcheetah_conf.py",
-        env_steps=100_000, eval_every=10_000, seeds=(0, 1, 2),
-        sb3=dict(SB3_TQC, learning_starts=10_000), num_eval_episodes=5,
-        learning_starts=10_000, steady_starts=1_000, sb3_class="sb3_contrib:TQC",
+    "sac_halfcheetah": _SAC_HALFCHEETAH,
+    "tqc_halfcheetah": dataclasses.replace(
+        _SAC_HALFCHEETAH, name="tqc_halfcheetah", conf="alf/examples/tqc_halfcheetah_conf.py",
+        sb3=dict(SB3_TQC, learning_starts=10_000), sb3_class="sb3_contrib:TQC",
     ),
 }  # fmt: skip
