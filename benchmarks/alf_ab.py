@@ -77,14 +77,12 @@ def markdown(record: dict) -> str:
     header += ["paired ratio, median (95% interval)", "geometric mean", "fastest runs"]
     row = [record["task"], f"{r['iterations']:,} iterations, {r['env_steps']:,} env steps"]
     row += [report.fmt(v) for v in s["cpu_us_per_step"].values()]
-    row += [
-        f"**{s['paired_speed_ratio']:.3f}** ({s['paired_ci95'][0]:.3f}–{s['paired_ci95'][1]:.3f})"
-    ]
+    low, high = s["paired_ci95"]
+    row += [f"**{s['paired_speed_ratio']:.3f}** ({low:.3f}–{high:.3f})"]
     row += [f"{s['geomean_speed_ratio']:.3f}", f"{s['fastest_speed_ratio']:.3f}"]
     repeats = len({r["repeat"] for r in record["runs"]})
-    return f"""{report.measured(record)} (base {record["base"]}, {repeats} repeats)
-
-{report.table(header, [row])}"""
+    head = f"{report.measured(record)} (base {record['base']}, {repeats} repeats)"
+    return f"{head}\n\n{report.table(header, [row])}"
 
 
 def main() -> None:
@@ -106,10 +104,8 @@ def main() -> None:
         ignore = shutil.ignore_patterns("__pycache__")
         shutil.copytree(f"{runner.REPO_DIR}/alf", f"{current}/alf", ignore=ignore)
         checkouts = dict(base=export(args.base, os.path.join(tmp, "a")), current=current)
-        jobs = [
-            partial(repeat, checkouts, conf, warmup, iterations, i, args)
-            for i in range(args.repeats)
-        ]
+        job = partial(repeat, checkouts, conf, warmup, iterations)
+        jobs = [partial(job, i, args) for i in range(args.repeats)]
         cli.run(args, "alf_ab", markdown, jobs, args.task, base=args.base, task=args.task)
 
 

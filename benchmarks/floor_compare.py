@@ -42,14 +42,11 @@ def round_runs(task: str, round_index: int, seed: int, args) -> list[dict]:
     return runs
 
 
-def _paired(by_fw: dict, a: str, b: str) -> float | None:
-    """Median over the rounds of ``a``'s time per env step / ``b``'s."""
-    return report.median(
-        report.ratio(x["us_per_step"], y["us_per_step"])
-        for x in by_fw[a]
-        for y in by_fw[b]
-        if x["round"] == y["round"]
-    )
+def _paired(by_fw: dict, a: str, b: str) -> str:
+    """Median over the rounds of ``a``'s time per env step / ``b``'s, formatted."""
+    pairs = [(x, y) for x in by_fw[a] for y in by_fw[b] if x["round"] == y["round"]]
+    ratios = (report.ratio(x["us_per_step"], y["us_per_step"]) for x, y in pairs)
+    return report.fmt(report.median(ratios), 2)
 
 
 def markdown(record: dict) -> str:
@@ -67,15 +64,11 @@ def markdown(record: dict) -> str:
     columns = ["median µs per env step", "alf", "floor", "alf / floor"]
     columns += ["SB3", "SB3 / floor", "SB3 / alf"] * with_sb3
     rounds = len({r["round"] for r in runs})
-    text = f"""{report.measured(record)}
-
-{report.table(columns, medians)}
-
-Median of the per-round paired ratios over {rounds} rounds: alf / floor \
-**{fmt(_paired(by_fw, "alf", "floor"), 2)}**"""
+    paired = partial(_paired, by_fw)
+    text = f"{report.measured(record)}\n\n{report.table(columns, medians)}\n\nMedian of the per-"
+    text += f"round paired ratios over {rounds} rounds: alf / floor **{paired('alf', 'floor')}**"
     if with_sb3:
-        text += f"""; SB3 / floor {fmt(_paired(by_fw, "sb3", "floor"), 2)}; SB3 / alf \
-{fmt(_paired(by_fw, "sb3", "alf"), 2)}"""
+        text += f"; SB3 / floor {paired('sb3', 'floor')}; SB3 / alf {paired('sb3', 'alf')}"
     return text + "."
 
 
@@ -91,10 +84,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.env_steps = 1, args.env_steps or 2 * FLOORS[args.task].WARMUP_STEPS
-    jobs = [
-        partial(round_runs, args.task, i, args.seeds[i % len(args.seeds)], args)
-        for i in range(args.rounds)
-    ]
+    seeds = [args.seeds[i % len(args.seeds)] for i in range(args.rounds)]
+    jobs = [partial(round_runs, args.task, i, seed, args) for i, seed in enumerate(seeds)]
     header = dict(task=args.task, rounds=args.rounds, env_steps=args.env_steps)
     header.update(warmup_steps=args.warmup_steps, num_threads=args.num_threads)
     header.update(with_sb3=args.with_sb3, matmul_precision=args.matmul_precision)

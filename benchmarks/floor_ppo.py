@@ -126,9 +126,8 @@ def minibatches(num_rows: int, size: int):
 def update(actor, critic, optimizer, params, data: Rollout, cfg: dict, progress: float) -> None:
     """PPO's epochs on the unroll (module doc)."""
     steps = data.actions.shape[0]
-    values, gamma, lam = data.values.numpy(), cfg["gamma"], cfg["gae_lambda"]
-    advantages = gae(data.rewards, values, data.lasts, data.discounts, gamma, lam)
-    advantages = torch.from_numpy(advantages).flatten()
+    unroll = data.rewards, data.values.numpy(), data.lasts, data.discounts
+    advantages = torch.from_numpy(gae(*unroll, cfg["gamma"], cfg["gae_lambda"])).flatten()
     returns = advantages + data.values[:steps].flatten()
     valid = torch.from_numpy(~data.lasts[:steps]).flatten().float()
     obs = data.observations[:steps].flatten(0, 1)
@@ -170,8 +169,7 @@ def run(seed=0, env_steps=ENV_STEPS, num_threads=1, warmup_steps=WARMUP_STEPS,
     cpu = time.process_time()
     while done < env_steps:
         if timed_from is None and done >= warmup_steps:
-            timed_from, totals = done, dict.fromkeys(phases.PHASES, 0.0)
-            cpu = time.process_time()
+            timed_from, totals, cpu = done, dict.fromkeys(phases.PHASES, 0.0), time.process_time()
         t0 = time.perf_counter()
         data.unroll(actor, critic)
         t1 = time.perf_counter()

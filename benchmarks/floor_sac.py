@@ -38,8 +38,7 @@ HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
 
 def linear(n_in: int, n_out: int, gain: float | None) -> nn.Linear:
-    """A layer with a truncated normal weight of std ``gain / sqrt(n_in)`` (None: uniform in
-    ±0.03) and a zero bias."""
+    """A layer: weight a truncated normal of std ``gain / sqrt(n_in)`` (None: uniform ±0.03)."""
     layer = nn.Linear(n_in, n_out)
     nn.init.zeros_(layer.bias)
     if gain is None:
@@ -121,10 +120,8 @@ class Sac:
         self.log_alpha = nn.Parameter(torch.tensor(cfg["initial_log_alpha"]))
         self.critic_params = list(self.critics.parameters())
         self.target_params = list(self.targets.parameters())
-        self.optimizers = [
-            torch.optim.Adam(params, lr=lr, fused=True)
-            for params in (self.actor.parameters(), self.critic_params, [self.log_alpha])
-        ]
+        groups = (self.actor.parameters(), self.critic_params, [self.log_alpha])
+        self.optimizers = [torch.optim.Adam(params, lr=lr, fused=True) for params in groups]
         self.target_entropy = -float(action_size)
         self.gamma, self.tau = cfg["gamma"], cfg["tau"]
 
@@ -143,11 +140,9 @@ class Sac:
             target = reward + self.gamma * not_done * (next_q - alpha * next_log_prob)
         new_action, log_prob = self.actor.sample(obs)
         _, q = self.q(self.critics, obs, action)
-        for p in self.critic_params:
-            p.requires_grad_(False)
+        self.critics.requires_grad_(False)
         actor_q, _ = self.q(self.critics, obs, new_action)
-        for p in self.critic_params:
-            p.requires_grad_(True)
+        self.critics.requires_grad_(True)
         critic_loss = ((q - target.unsqueeze(-1)) ** 2).sum(-1)
         actor_loss = alpha * log_prob - actor_q
         alpha_loss = -self.log_alpha * (log_prob.detach() + self.target_entropy)

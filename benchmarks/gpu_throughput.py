@@ -30,22 +30,13 @@ ALL_CORES = torch.get_num_threads()  # torch's default: one thread per core
 # name: (conf, conf params, warm-up iterations, metric); an iteration's count is its env steps,
 # or 1 for updates/s (SAC: one update per iteration)
 ALL = f"TrainerConfig.num_threads={ALL_CORES}"
+BATCH, ENVS = "TrainerConfig.mini_batch_size=4096", "create_environment.num_parallel_environments"
+PPO, SAC = "ppo_cart_pole_conf.py", "sac_pendulum_conf.py"
 CASES = {
-    "ppo_cartpole": ("ppo_cart_pole_conf.py", [], 3, "env_steps/s"),
-    "sac_pendulum": ("sac_pendulum_conf.py", [], 150, "env_steps/s"),
-    "ppo_cartpole_256envs_batch4096": (
-        "ppo_cart_pole_conf.py",
-        ["create_environment.num_parallel_environments=256", "TrainerConfig.mini_batch_size=4096"]
-        + [ALL],
-        1,
-        "env_steps/s",
-    ),
-    "sac_pendulum_batch4096": (
-        "sac_pendulum_conf.py",
-        ["TrainerConfig.mini_batch_size=4096", ALL],
-        110,
-        "updates/s",
-    ),
+    "ppo_cartpole": (PPO, [], 3, "env_steps/s"),
+    "sac_pendulum": (SAC, [], 150, "env_steps/s"),
+    "ppo_cartpole_256envs_batch4096": (PPO, [f"{ENVS}=256", BATCH, ALL], 1, "env_steps/s"),
+    "sac_pendulum_batch4096": (SAC, [BATCH, ALL], 110, "updates/s"),
 }
 
 
@@ -108,16 +99,13 @@ def run(devices: list[str], repeats: int, seconds: float, cases: list[str], budg
 def markdown(record: dict) -> str:
     """A ``gpu_check.json`` record (``gpu_check.sh``'s summary) as RESULTS.md shows it."""
     m, tests, cases = record["machine"], record["tests"], record["throughput"]["cases"]
-    head = (
-        f"{m['date']}, {m['gpu']} ({m['cpu_cores']} CPU cores), alf {m['alf']}, torch "
-        f"{m['torch']}: `{record['command']}`; CUDA tests {tests['passed']}/{tests['run']} "
-        f"passed; alf modules imported {m['modules_imported']}\n\n"
-    )
-    rows = [
-        [case, e["metric"], f"{e['cpu']['median']:,.1f}", f"{e['cuda']['median']:,.1f}"]
-        + [f"**{e['cuda_over_cpu']:.2f}**"]
-        for case, e in cases.items()
-    ]
+    head = f"{m['date']}, {m['gpu']} ({m['cpu_cores']} CPU cores), alf {m['alf']}, torch "
+    head += f"{m['torch']}: `{record['command']}`; CUDA tests {tests['passed']}/{tests['run']} "
+    head += f"passed; alf modules imported {m['modules_imported']}\n\n"
+    rows = []
+    for case, e in cases.items():
+        rows.append([case, e["metric"], *(f"{e[d]['median']:,.1f}" for d in ("cpu", "cuda"))])
+        rows[-1].append(f"**{e['cuda_over_cpu']:.2f}**")
     return head + report.table(["case", "metric", "CPU median", "CUDA median", "CUDA / CPU"], rows)
 
 

@@ -67,10 +67,8 @@ class Task:
     def quick(self) -> Task:
         """A tiny budget that still runs every part (evaluations and rates included)."""
         if self.algorithm == "sac":
-            sb3 = dict(self.sb3, learning_starts=100)
-            return dataclasses.replace(
-                self, env_steps=600, eval_every=200, learning_starts=100, steady_starts=100, sb3=sb3
-            )
+            tiny = dict(env_steps=600, eval_every=200, learning_starts=100, steady_starts=100)
+            return dataclasses.replace(self, **tiny, sb3=dict(self.sb3, learning_starts=100))
         per_iteration = self.num_envs * self.sb3.get("n_steps", self.sb3.get("train_freq"))
         params = [p for p in self.conf_params if not p.startswith("TrainerConfig.eval_int")]
         params = (*params, "TrainerConfig.eval_interval=2")
@@ -106,9 +104,8 @@ TASKS = {
     ),
     "sac_pendulum": Task(
         "sac_pendulum", "sac", "Pendulum-v1", "alf/examples/sac_pendulum_conf.py",
-        env_steps=20_000, eval_every=2_000, seeds=(0, 1, 2, 3, 4),
-        sb3=dict(SB3_SAC, learning_rate=1e-3), threshold=-200.0, learning_starts=100,
-        steady_starts=100,
+        env_steps=20_000, eval_every=2_000, seeds=(0, 1, 2, 3, 4), threshold=-200.0,
+        sb3=dict(SB3_SAC, learning_rate=1e-3), learning_starts=100, steady_starts=100,
     ),
     "dqn_cart_pole": _DQN_CART_POLE,
     "qrdqn_cart_pole": dataclasses.replace(

@@ -17,14 +17,15 @@ from alf.networks import ActorDistributionNetwork, NormalProjectionNetwork, Valu
 alf.import_config("ppo_mujoco_conf.py")
 
 alf.config("PPOLoss", entropy_regularization=0.000401762, td_loss_weight=0.58096)
-hidden = (256, 256)
+# SB3's MLPs (ortho_init=False: torch's default init)
+trunk = dict(
+    fc_layer_params=(256, 256), activation=torch.relu, kernel_initializer=torch_default_init
+)
 alf.config(
     "PPOAlgorithm",
     actor_network_ctor=functools.partial(
         ActorDistributionNetwork,
-        fc_layer_params=hidden,
-        activation=torch.relu,
-        kernel_initializer=torch_default_init,  # SB3 with ortho_init=False
+        **trunk,
         continuous_projection_net_ctor=functools.partial(
             NormalProjectionNetwork,
             squash_mean=False,  # SB3: a plain Gaussian, clipped only when stepping
@@ -36,18 +37,8 @@ alf.config(
         ),
     ),
     value_network_ctor=functools.partial(
-        ValueNetwork,
-        fc_layer_params=hidden,
-        activation=torch.relu,
-        kernel_initializer=torch_default_init,
-        last_kernel_initializer=torch_default_init,
+        ValueNetwork, **trunk, last_kernel_initializer=torch_default_init
     ),
 )
-alf.config(
-    "TrainerConfig",
-    num_env_steps=200_000,
-    eval_interval=40,  # every 20,480 env steps
-    num_eval_episodes=10,
-    num_eval_environments=10,
-    summary_interval=10,
-)
+alf.config("TrainerConfig", num_env_steps=200_000, eval_interval=40)  # every 20,480 env steps
+alf.config("TrainerConfig", num_eval_episodes=10, num_eval_environments=10, summary_interval=10)

@@ -19,15 +19,13 @@ alf.define_config("reward_norm", "return")
 _reward_norm = alf.get_config_value("reward_norm")
 if _reward_norm not in ("return", "reward"):
     raise ValueError(f"reward_norm must be 'return' or 'reward', got {_reward_norm!r}")
+_discount = 0.98 if _reward_norm == "return" else None
 alf.config(
     "TrainerConfig",
     data_transformer_ctor=[
         functools.partial(ObservationNormalizer, clipping=10.0, update_mode="rollout"),
         functools.partial(
-            RewardNormalizer,
-            clip_value=10.0,
-            update_mode="rollout",
-            discount=0.98 if _reward_norm == "return" else None,
+            RewardNormalizer, clip_value=10.0, update_mode="rollout", discount=_discount
         ),
     ],
 )

@@ -29,8 +29,7 @@ class Turns:
     end: float | None = None
     cpu_s: float | None = None
     returncode: int | None = None
-    #: the largest resident set of the process tree, MB (``peak_mb`` at every poll)
-    peak_rss_mb: float | None = None
+    peak_rss_mb: float | None = None  # the process tree's largest resident set, MB (``peak_mb``)
 
     def running_s(self, t0: float, t1: float) -> float:
         """Seconds the process ran between wall-clock times ``t0`` and ``t1``."""
@@ -44,12 +43,9 @@ class Turns:
 
 
 def run_in_turns(commands, log_paths, turn_s: float, cwd=None, env=None, poll_s=0.05):
-    """Run ``commands`` taking turns of ``turn_s`` seconds; output to ``log_paths``.
-
-    Returns one ``Turns`` per command, after all of them exited (whatever their exit
-    code: the caller checks ``returncode``). On an exception (Ctrl-C included) every
-    process still alive is killed. ``turn_s`` infinite: one after the other.
-    """
+    """Run ``commands`` taking turns of ``turn_s`` seconds (infinite: one after the other),
+    output to ``log_paths``; one ``Turns`` per command once all exited (the caller checks
+    ``returncode``). On an exception (Ctrl-C included) every process still alive is killed."""
     if turn_s <= 0:
         raise ValueError(f"turn_s must be > 0, got {turn_s}")
     procs, turns = [], []

@@ -17,13 +17,10 @@ PHASES = ("rollout", "update", "bookkeeping")
 
 
 class PhaseClock:
-    """Exclusive wall-clock time per phase.
-
-    ``enter(phase)`` charges the time since the last event to the phase running so far and
-    makes ``phase`` the running one until the matching ``exit()``, which resumes the enclosing
-    phase: every moment between the first ``enter`` and the last ``exit`` is charged to exactly
-    one phase.
-    """
+    """Exclusive wall-clock time per phase: ``enter(phase)`` charges the time since the last
+    event to the running phase and makes ``phase`` the running one until the matching
+    ``exit()``, which resumes the enclosing one; every moment between the first ``enter`` and
+    the last ``exit`` is charged to exactly one phase."""
 
     def __init__(self):
         self.totals = dict.fromkeys(PHASES, 0.0)

@@ -49,11 +49,9 @@ def model(task: dict, seed: int, **overrides):
     if task.get("sb3_class"):  # e.g. "sb3_contrib:CrossQ"
         module, name = task["sb3_class"].split(":")
         algorithm = getattr(importlib.import_module(module), name)
-    sb3_model = algorithm(
-        "MlpPolicy", env, seed=seed, device="cpu", policy_kwargs=policy_kwargs, **kwargs
-    )
-    # the logger SB3 configures at verbose 0 (no output), without the empty /tmp/SB3-<time>
-    # folder it makes for it at every learn() call
+    kwargs.update(seed=seed, device="cpu", policy_kwargs=policy_kwargs)
+    sb3_model = algorithm("MlpPolicy", env, **kwargs)
+    # SB3's logger at verbose 0, without the empty /tmp/SB3-<time> folder it makes per learn()
     sb3_model.set_logger(Logger(None, []))
     return sb3_model
 
