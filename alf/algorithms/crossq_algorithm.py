@@ -199,6 +199,13 @@ class CrossQAlgorithm(SacAlgorithm):
             debug_summaries=debug_summaries,
             name=name,
         )
+        unsupported = {  # e.g. set on SacAlgorithm by a conf
+            "reproduce_locomotion": self._reproduce_locomotion,
+            "parameter_reset_period": self._periodic_reset is not None,
+        }
+        for arg, set_ in unsupported.items():
+            if set_:
+                raise ValueError(f"{name}: SacAlgorithm.{arg} is not supported by CrossQ")
         # No target critics: drop SAC's (and its Polyak updater).
         del self._target_critic_networks
         self._target_updater = None
@@ -277,6 +284,7 @@ class CrossQAlgorithm(SacAlgorithm):
             target_v=pad_first(target_v.reshape(steps)),
             neg_entropy=neg_entropy,
             actor_q=actor_q,
+            discounted_return=experience.rollout_info.discounted_return,
         )
 
     def calc_loss(self, info: SacInfo) -> LossInfo:
@@ -285,7 +293,12 @@ class CrossQAlgorithm(SacAlgorithm):
         if isinstance(info.actor_q, torch.Tensor):
             return super().calc_loss(info)
         td = self._critic_loss(
-            info.reward, info.step_type, info.discount, info.critic_q, info.target_v
+            info.reward,
+            info.step_type,
+            info.discount,
+            info.critic_q,
+            info.target_v,
+            discounted_return=info.discounted_return,
         )
         priority = ()
         if self._compute_priority:

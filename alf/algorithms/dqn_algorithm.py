@@ -55,7 +55,7 @@ the one-step target, which is what ALF trains there. Differences from ALF's: ALF
 trains every row of a longer sequence (row ``t`` toward its own truncated return) where
 this trains row 0; and ALF bootstraps from the minimum of two target critics at their
 argmax (``num_critic_replicas=2``), this from one target network (double DQN or Nature
-DQN, ``double_dqn``). Because ALF's DQN is a ``SacAlgorithm``, the ``epsilon_greedy``,
+DQN, ``double_dqn``). Because ALF's DQN is a ``SacAlgorithm``, the
 ``target_update_tau`` and ``target_update_period`` an ALF conf sets on ``SacAlgorithm``
 (and not on ``DqnAlgorithm``) apply here too (``alf.configurable(alf_bases=...)``); ALF's
 DQN passes its other ``SacAlgorithm`` arguments itself, so ``SacAlgorithm``'s values of
@@ -189,9 +189,7 @@ def check_q_network(q_network, quantiles: bool, name: str) -> None:
         raise ValueError(f"{name}: a QNetwork with num_quantiles is QrdqnAlgorithm's network")
 
 
-@alf.configurable(
-    alf_bases={_ALF_SAC: ("epsilon_greedy", "target_update_tau", "target_update_period")}
-)
+@alf.configurable(alf_bases={_ALF_SAC: ("target_update_tau", "target_update_period")})
 class DqnAlgorithm(OffPolicyAlgorithm):
     """DQN / double DQN with n-step returns (see the module docstring).
 

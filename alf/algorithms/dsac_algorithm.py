@@ -185,6 +185,8 @@ class DSacAlgorithm(SacAlgorithm):
             debug_summaries=debug_summaries,
             name=name,
         )
+        if self._reproduce_locomotion:  # e.g. set on SacAlgorithm by a conf
+            raise ValueError(f"{name}: SacAlgorithm.reproduce_locomotion is not supported by DSAC")
         self._num_quantiles = num_quantiles
         self._tau_type = tau_type
         self._epistemic_alpha = epistemic

@@ -49,6 +49,8 @@ import torch
 import alf
 import alf.summary
 from alf.algorithms.dqn_algorithm import DqnAlgorithm, DqnInfo
+from alf.algorithms.td_loss import quantile_huber_loss as shared_quantile_huber_loss
+from alf.algorithms.td_loss import quantile_midpoints
 from alf.data_structures import LossInfo, StepType
 from alf.networks.q_networks import QNetwork
 from alf.utils.defaults import with_defaults
@@ -57,25 +59,13 @@ from alf.utils.defaults import with_defaults
 def quantile_huber_loss(
     quantiles: torch.Tensor, target: torch.Tensor, kappa: float = 1.0
 ) -> torch.Tensor:
-    r"""The quantile Huber loss :math:`L` of the module doc, per sample.
-
-    Args:
-        quantiles: :math:`\theta_i`, ``[B, N]``, at the midpoints
-            :math:`\hat\tau_i = (2i - 1) / 2N`.
-        target: :math:`\mathcal T\theta_j`, ``[B, N']`` (no gradient flows into it).
-        kappa: κ > 0 of :math:`\mathcal L_\kappa` (QR-DQN's; IQN's further divides by κ).
-
-    Returns:
-        ``[B]``: :math:`\sum_i \frac{1}{N'} \sum_j \rho^\kappa_{\hat\tau_i}(\mathcal T\theta_j
-        - \theta_i)`.
-    """
-    n = quantiles.shape[-1]
-    tau = (torch.arange(n, device=quantiles.device, dtype=quantiles.dtype) + 0.5) / n
-    u = target.detach().unsqueeze(-2) - quantiles.unsqueeze(-1)  # [B, N, N']: T θ_j - θ_i
-    abs_u = u.abs()
-    huber = torch.where(abs_u <= kappa, 0.5 * u * u, kappa * (abs_u - 0.5 * kappa))
-    weight = (tau.unsqueeze(-1) - (u.detach() < 0).to(u.dtype)).abs()
-    return (weight * huber).mean(-1).sum(-1)
+    r"""The quantile Huber loss :math:`L` of the module doc, per sample ``[B]``: the
+    shared ``td_loss.quantile_huber_loss`` of ``quantiles`` :math:`\theta_i` ``[B, N]`` at
+    the midpoints :math:`\hat\tau_i` against ``target`` :math:`\mathcal T\theta_j`
+    ``[B, N']`` (no gradient flows into it), summed over the ``N`` predicted quantiles and
+    averaged over the targets (at κ = 1, QR-DQN's; other κ divide the Huber loss by κ, IQN's)."""
+    tau = quantile_midpoints(quantiles.shape[-1], quantiles.device, quantiles.dtype)
+    return shared_quantile_huber_loss(quantiles, target, tau, kappa=kappa, sum_over_quantiles=True)
 
 
 class QrdqnLossInfo(NamedTuple):
@@ -138,4 +128,6 @@ class QrdqnAlgorithm(DqnAlgorithm):
         rows = torch.cat(
             [loss.unsqueeze(0), loss.new_zeros(info.step_type.shape[0] - 1, *loss.shape)]
         )
-        return LossInfo(loss=rows, extra=extra, priority=loss.detach())
+        # a LAST row 0 is not trained (its action did nothing): no priority either
+        priority = loss.detach() * (info.step_type[0] != StepType.LAST).to(loss.dtype)
+        return LossInfo(loss=rows, extra=extra, priority=priority)

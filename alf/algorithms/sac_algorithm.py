@@ -78,6 +78,7 @@ from alf.algorithms.transitions import (
 )
 from alf.configuration.argtypes import Count, Probability, ScheduledFloat
 from alf.data_structures import AlgStep, Experience, LossInfo, TimeStep
+from alf.layers.noisy import noisy_layers
 from alf.networks.actor_distribution_networks import ActorDistributionNetwork
 from alf.networks.critic_networks import CriticNetwork, min_over_replicas
 from alf.networks.projection_networks import NormalProjectionNetwork
@@ -320,6 +321,11 @@ class SacAlgorithm(OffPolicyAlgorithm):
                 num_replicas=self._num_replicas,
             )
         first = q_network_ctor(input_tensor_spec=observation_spec, action_spec=action_spec)
+        if getattr(first, "num_quantiles", None) is not None or noisy_layers(first):
+            raise ValueError(
+                f"{self._name}: q_network_ctor gives a quantile or noisy QNetwork, which SAC "
+                "does not train (DqnAlgorithm, QrdqnAlgorithm do)"
+            )
         copies = [first.copy() for _ in range(self._num_replicas - 1)]
         return nn.ModuleList([first, *copies])
 

@@ -12,6 +12,7 @@ import torch
 import alf.nest as nest
 from alf.data_structures import BatchInfo, Experience, StepType
 from alf.data_transformers.base import statistics_frozen
+from alf.data_transformers.hindsight_relabeler import HindsightExperienceTransformer
 from alf.experience_replayers.replay_buffer import ReplayBuffer
 from alf.learners.learner import Learner, mini_batch_epochs
 from alf.learners.unroller import Unroll
@@ -147,6 +148,7 @@ class ReplayLearner(Learner):
     def _ensure_replay_buffer(self, experience: Experience) -> ReplayBuffer:
         if self._replay_buffer is None:
             buffer = self._create_replay_buffer(experience)
+            _check_episodic_returns_with_relabelling(buffer, self._algorithm.data_transformer)
             logging.info(
                 "Replay buffer: %d envs x %d steps, %d bytes per transition, %.1f MB in all%s",
                 buffer.num_environments,
@@ -280,4 +282,16 @@ def split_batch(experience: Experience, batch_info, num_parts: int, part_size: i
         yield (
             nest.map_structure(lambda x, s=part: x[:, s], experience),
             nest.map_structure(lambda x, s=part: x[s], batch_info),
+        )
+
+
+def _check_episodic_returns_with_relabelling(buffer: ReplayBuffer, transformer) -> None:
+    """Hindsight relabelling changes a replayed step's goal and reward, so the buffer's
+    return (of the original goal) would bound the relabelled step's target wrongly."""
+    members = getattr(transformer, "members", [transformer])
+    relabels = any(isinstance(m, HindsightExperienceTransformer) for m in members)
+    if buffer.records_episodic_return and relabels:
+        raise ValueError(
+            "ReplayBuffer.record_episodic_return with HindsightExperienceTransformer: a "
+            "relabelled step's return is not known; record no returns with relabelling"
         )

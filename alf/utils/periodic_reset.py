@@ -106,6 +106,9 @@ class PeriodicReset(nn.Module):
             if self._reset_buffers:
                 for target, source in zip(module.buffers(), fresh.buffers()):
                     target.copy_(source)
+                for sub in module.modules():  # e.g. BatchRenorm1d's host-side call count
+                    if callable(getattr(sub, "reset_running_stats", None)):
+                        sub.reset_running_stats()
 
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         self._count.fill_(self._num_calls)
