@@ -39,6 +39,7 @@ DISCRETE_SPEC = BoundedTensorSpec((), torch.int64, minimum=0, maximum=2)
 )
 def test_crossq_refuses_what_it_replaces(kwargs, match):
     """An ALF conf sets these on ``SacAlgorithm``; they reach its subclasses."""
+    alf.reset_configs()  # values other tests used
     alf.config("SacAlgorithm", **kwargs)
     try:
         with pytest.raises(ValueError, match=f"SacAlgorithm.{match} is not supported by CrossQ"):
@@ -48,6 +49,7 @@ def test_crossq_refuses_what_it_replaces(kwargs, match):
 
 
 def test_dsac_refuses_reproduce_locomotion():
+    alf.reset_configs()  # values other tests used
     alf.config("SacAlgorithm", reproduce_locomotion=True)
     try:
         with pytest.raises(ValueError, match="reproduce_locomotion is not supported by DSAC"):
