@@ -4,7 +4,8 @@ half-written.
 A real subprocess publishes member 0 in a tight loop (``Workspace.publish`` of an 8 MB
 state, about 50 ms a publish, a third to a half of it writing files); the test process
 reads the population while it runs, kills it with SIGKILL at seeded random moments (every
-other kill waits until a temporary file shows a write in progress), reads again, and starts
+other kill waits until a temporary file shows a write in progress; kills go on until two
+of them landed inside a write), reads again, and starts
 it anew (it goes on from its newest description). Every read gives either a complete entry
 whose checkpoint matches its sha256 and holds exactly the state that description
 announces, never older than an entry read before, or nothing with a log line naming the
@@ -28,6 +29,8 @@ from tests.pbt.conftest import REPO
 
 SIZE = 1 << 21  # float32 values: an 8 MB state
 KILLS = 6  # every other one waits until the writer is writing a file
+MID_WRITE_HITS = 2  # kills that must land inside a write (more kills are made until they do)
+MAX_KILLS = 24  # bounds the extra kills: a write that is never caught is a failure
 GIVE_UP = 120.0  # seconds without a new entry: the writer is stuck
 
 WRITER = f"""
@@ -114,7 +117,7 @@ def _start(workspace: str) -> tuple[subprocess.Popen, int]:
 
 def _run_then_kill(writer: subprocess.Popen, ws: Workspace, reader: Reader, rng, mid_write: bool):
     """Read while ``writer`` publishes, then SIGKILL it: after a random time, or (``mid_write``)
-    after a random time once a temporary file shows it is writing, plus 0-10 ms. The random
+    after a random time once a temporary file shows it is writing, plus 0-4 ms. The random
     time is at least long enough to read one entry newer than before (on a loaded machine a
     publish can take seconds; ``GIVE_UP`` only bounds a hang)."""
     start = time.monotonic()
@@ -127,7 +130,7 @@ def _run_then_kill(writer: subprocess.Popen, ws: Workspace, reader: Reader, rng,
         give_up = time.monotonic() + 5.0
         while not _temp_files(ws) and time.monotonic() < give_up:
             time.sleep(0.0005)
-        time.sleep(rng.uniform(0.0, 0.01))
+        time.sleep(rng.uniform(0.0, 0.004))
     os.kill(writer.pid, signal.SIGKILL)
     writer.wait(timeout=10)
 
@@ -139,8 +142,10 @@ def test_a_writer_killed_at_random_moments_never_leaves_a_half_written_entry(tmp
     reader = Reader(ws, caplog)
     leftovers = []  # (newest iteration at a kill, the temporary files it left)
     writer = None
+    kill = 0
     try:
-        for kill in range(KILLS):
+        while kill < KILLS or sum(bool(names) for _, names in leftovers) < MID_WRITE_HITS:
+            assert kill < MAX_KILLS, f"{MAX_KILLS} kills, none caught the writer mid-write twice"
             writer, resumed_at = _start(str(tmp_path))
             assert resumed_at == reader.newest  # it goes on from its newest complete entry
             _run_then_kill(writer, ws, reader, rng, mid_write=kill % 2 == 1)
@@ -151,6 +156,7 @@ def test_a_writer_killed_at_random_moments_never_leaves_a_half_written_entry(tmp
                 if reader.newest >= at + 2:
                     assert not names & temp, (at, names & temp)
             leftovers.append((reader.newest, temp))
+            kill += 1
     finally:
         if writer is not None and writer.poll() is None:
             writer.kill()
