@@ -28,6 +28,7 @@ from alf.algorithms.actor_critic_loss import element_wise_squared_loss
 from alf.configuration.argtypes import Count, Discount, NonNegativeFloat, Probability
 from alf.data_structures import LossInfo, StepType
 from alf.utils import value_ops
+from alf.utils.losses import quantile_huber_loss
 
 
 class TDLossInfo(NamedTuple):
@@ -266,47 +267,6 @@ class LowerBoundedTDLoss(TDLoss):
 def quantile_midpoints(num_quantiles: int, device=None, dtype=torch.float32) -> torch.Tensor:
     r""":math:`\hat\tau_i = (2i + 1) / 2N`, ``i = 0..N-1`` ``[N]``."""
     return (torch.arange(num_quantiles, device=device, dtype=dtype) + 0.5) / num_quantiles
-
-
-def quantile_huber_loss(
-    pred: torch.Tensor,
-    target: torch.Tensor,
-    tau: torch.Tensor,
-    kappa: float = 1.0,
-    sum_over_quantiles: bool = False,
-    target_weights: torch.Tensor | None = None,
-) -> torch.Tensor:
-    r"""The quantile-regression Huber loss of QR-DQN (module docstring), per leading index.
-
-    Args:
-        pred: the predicted quantiles :math:`\theta_i` ``[..., N]`` (gradient flows here).
-        target: the target samples :math:`y_j` ``[..., N']`` (detached here); its leading
-            dims broadcast with ``pred``'s (e.g. ``pred [B, R, N]``, ``target [B, 1, N']``).
-        tau: the fractions of ``pred``'s quantiles, broadcastable to ``pred``: ``[N]``
-            (e.g. ``quantile_midpoints(N)``) or sampled ``[..., N]``.
-        kappa: the Huber threshold κ ≥ 0; 0 gives the plain quantile loss.
-        sum_over_quantiles: sum over the ``N`` predicted quantiles (the paper) instead of
-            the mean.
-        target_weights: None: the targets are equally likely (mean over ``N'``); else
-            their probabilities ``[..., N']`` (broadcastable with ``target``), and the
-            loss is :math:`\sum_j w_j \rho(y_j - \theta_i)`.
-
-    Returns:
-        ``[...]``: the broadcast leading dims of ``pred`` and ``target``.
-    """
-    u = target.detach().unsqueeze(-2) - pred.unsqueeze(-1)  # [..., N, N']
-    abs_u = u.abs()
-    if kappa > 0:
-        huber = torch.where(abs_u <= kappa, 0.5 * u * u, kappa * (abs_u - 0.5 * kappa)) / kappa
-    else:
-        huber = abs_u
-    indicator = (u.detach() < 0).to(u.dtype)
-    loss = (tau.unsqueeze(-1) - indicator).abs() * huber
-    if target_weights is None:
-        loss = loss.mean(-1)
-    else:
-        loss = (loss * target_weights.unsqueeze(-2)).sum(-1)
-    return loss.sum(-1) if sum_over_quantiles else loss.mean(-1)
 
 
 @alf.configurable
