@@ -9,8 +9,9 @@ Learning runs (record ``learning``): per seed, alf (its training CLI on the task
 (``--turn_s S``) taking turns on one core (``harness/interleave.py``: times are running times),
 evaluating at the same env steps; evaluation time is left out of the rates. "steady": the
 median rate between evaluations; "start-up": the time to the first evaluation less what its
-steps take at that rate. ``--steady N`` (record ``steady``, PPO and SAC) alternates timings of N
-iterations after a warm-up (alf: ``harness/steady.py``; SAC: ``steady_starts + 200`` steps).
+steps take at that rate. ``--steady N`` (record ``steady``) alternates timings of N iterations
+after a warm-up (alf: ``harness/steady.py``; SAC: ``steady_starts + 200`` steps; DQN:
+``learning_starts`` and 2 iterations).
 """
 
 from __future__ import annotations
@@ -102,6 +103,8 @@ def speeds(task: Task, frameworks, seed: int, iterations: int, work_dir: str) ->
             params = [*task.conf_params]  # the task's and the command line's
             params += [f"TrainerConfig.initial_collect_steps={task.steady_starts}"] * sac
             warmup = task.steady_starts + 200 if sac else 2
+            if task.algorithm == "dqn":  # the initial collection (in unrolls), then 2 more
+                warmup = -(-task.learning_starts // task.sb3["train_freq"]) + 2
             result = steady.measure(runner.REPO_DIR, task.conf, seed, warmup, iterations, params)
         else:
             out = os.path.join(work_dir, f"speed_{framework}_{seed}.json")
@@ -199,8 +202,8 @@ def main() -> None:
     parser.add_argument("--conf_param", action="append", default=[], help="alf: added")
     args = parser.parse_args()
     task = TASKS[args.task].quick() if args.quick else TASKS[args.task]
-    if args.steady and task.algorithm not in ("ppo", "sac"):
-        parser.error(f"--steady times PPO and SAC only, not {task.name}")
+    if args.steady and task.algorithm not in ("ppo", "sac", "dqn"):
+        parser.error(f"--steady times PPO, SAC and DQN only, not {task.name}")
     if args.quick:
         args.seeds, args.repeats, args.steady = args.seeds[:1], 1, args.steady and 2
     task = dataclasses.replace(task, conf_params=task.conf_params + tuple(args.conf_param))

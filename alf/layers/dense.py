@@ -59,6 +59,39 @@ def _set_opt_args(weight, bias, weight_opt_args, bias_opt_args) -> None:
         bias.opt_args = bias_opt_args
 
 
+def batched_affine(bias: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """``torch.baddbmm(bias, x, weight)``: ``x`` ``[R, B, K]``, ``weight`` ``[R, K, M]``,
+    ``bias`` ``[R, 1, M]``.
+
+    With one output column (``M = 1``: a critic's value) ``baddbmm`` and its backward
+    products run as matrix-vector products with a transposed operand, 10-40 times slower
+    than the same sums laid out the other way (3.4 ms instead of 0.09 for the weight's
+    gradient of a 1024-wide CrossQ critic on 512 rows); ``_OneColumn`` lays them out so.
+    """
+    if weight.shape[-1] == 1 and bias.shape == (weight.shape[0], 1, 1):
+        return _OneColumn.apply(x, weight, bias)
+    return torch.baddbmm(bias, x, weight)
+
+
+class _OneColumn(torch.autograd.Function):
+    """``y = x w + b`` for ``w`` ``[R, K, 1]``: ``y^T = b + w^T x^T`` forward, then
+    ``dx = dy w^T`` as a broadcast product, ``dw = (dy^T x)^T``, ``db = Σ_B dy``."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        ctx.save_for_backward(x, weight)
+        return torch.baddbmm(bias, weight.transpose(1, 2), x.transpose(1, 2)).transpose(1, 2)
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, weight = ctx.saved_tensors
+        need_x, need_w, need_b = ctx.needs_input_grad
+        grad_x = dy * weight.transpose(1, 2) if need_x else None
+        grad_w = torch.bmm(dy.transpose(1, 2), x).transpose(1, 2) if need_w else None
+        grad_b = dy.sum(1, keepdim=True) if need_b else None
+        return grad_x, grad_w, grad_b
+
+
 def replicated_linear(x, weight, bias, name: str) -> torch.Tensor:
     """``n`` linear maps at once: ``weight`` ``[n, out, in]``, ``bias`` ``[n, out]`` or None,
     on ``[B, in]`` (read by every replica) or ``[B, n, in]``; gives ``[B, n, out]``."""
@@ -72,7 +105,7 @@ def replicated_linear(x, weight, bias, name: str) -> torch.Tensor:
             f"{name}: input of shape {tuple(x.shape)}, expected [B, {n}, {size}] or [B, {size}]"
         )
     if bias is not None:
-        y = torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
+        y = batched_affine(bias.unsqueeze(1), x, weight.transpose(1, 2))
     else:
         y = torch.bmm(x, weight.transpose(1, 2))
     return y.transpose(0, 1)

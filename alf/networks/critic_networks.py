@@ -30,6 +30,8 @@ import torch.nn.functional as F
 import alf
 import alf.nest as nest
 from alf.initializers import variance_scaling_init
+from alf.layers.dense import batched_affine
+from alf.layers.norm import BatchRenorm1d
 from alf.networks.encoding_networks import EncodingNetwork
 from alf.networks.network import Network
 from alf.tensor_specs import TensorSpec
@@ -71,6 +73,8 @@ class _ReplicatedNorm(nn.Module):
             return torch.addcmul(self.bias, y, self.weight)
         if x.ndim == 2:
             return self.bn(x)
+        if isinstance(self.bn, BatchRenorm1d):  # in place: no [B, R * n] copy
+            return self.bn.forward_replicas(x)
         r, b, n = x.shape  # the batch statistics of each critic's features
         return self.bn(x.transpose(0, 1).reshape(b, r * n)).reshape(b, r, n).transpose(0, 1)
 
@@ -381,7 +385,7 @@ class CriticNetwork(Network):
         for i, (weight, bias) in enumerate(layers):
             if input_norms is not None:
                 x = input_norms[i](x)
-            x = torch.baddbmm(bias, x, weight)
+            x = batched_affine(bias, x, weight)
             if norms is not None and norms[i] is not None:
                 x = norms[i](x)
             if i < self._num_hidden:

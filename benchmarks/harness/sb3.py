@@ -105,13 +105,19 @@ def learn(task: dict, seed: int) -> dict:
 
 
 def steady_state(task: dict, seed: int, iterations: int, flush_denormal: bool) -> dict:
-    """Time ``iterations`` after a warm-up (PPO: 2 iterations; SAC: ``steady_starts + 200``)."""
+    """Time ``iterations`` after a warm-up (PPO: 2 iterations; SAC: ``steady_starts + 200``;
+    DQN: ``learning_starts`` and 2 training phases of ``train_freq`` steps)."""
     import torch
 
     torch.set_flush_denormal(flush_denormal)
     if task["algorithm"] == "sac":
         sb3_model = model(task, seed, learning_starts=task["steady_starts"])
         warmup, steps = task["steady_starts"] + 200, iterations
+    elif task["algorithm"] == "dqn":
+        sb3_model = model(task, seed)
+        per_iteration = sb3_model.train_freq.frequency
+        warmup = sb3_model.learning_starts + 2 * per_iteration
+        steps = iterations * per_iteration
     else:
         sb3_model = model(task, seed)
         per_iteration = sb3_model.n_steps * sb3_model.n_envs

@@ -91,6 +91,53 @@ def test_r_and_d_are_constants_in_the_backward_pass():
     torch.testing.assert_close(grad, x.grad)
 
 
+def _reference(layer, x, running_mean, running_var, renorm: bool):
+    """The training-mode output through autograd's gradient of the moments (r, d
+    detached), for a ``[B, C]`` or ``[B, C, L]`` input."""
+    dims = (0,) if x.ndim == 2 else (0, 2)
+    shape = (1, -1) if x.ndim == 2 else (1, -1, 1)
+    mean, var = x.mean(dims), x.var(dims, correction=0)
+    x_hat = (x - mean.view(shape)) / torch.sqrt(var + EPS).view(shape)
+    if renorm:
+        std_run = torch.sqrt(running_var + EPS)
+        r = (torch.sqrt(var + EPS) / std_run).clamp(1 / 1.5, 1.5).detach()
+        d = ((mean - running_mean) / std_run).clamp(-0.5, 0.5).detach()
+        x_hat = r.view(shape) * x_hat + d.view(shape)
+    if layer.affine:
+        x_hat = x_hat * layer.weight.view(shape) + layer.bias.view(shape)
+    return x_hat
+
+
+@pytest.mark.parametrize("renorm", [False, True])
+@pytest.mark.parametrize("affine", [True, False])
+@pytest.mark.parametrize("sequence", [False, True])
+def test_the_written_out_gradient_is_autograds(renorm, affine, sequence):
+    torch.manual_seed(6)
+    layer = BatchRenorm1d(3, eps=EPS, affine=affine, warmup_steps=0, r_max=1.5, d_max=0.5)
+    layer.double()
+    if affine:
+        with torch.no_grad():
+            layer.weight.copy_(torch.tensor([1.0, 2.0, -0.5]))
+            layer.bias.copy_(torch.tensor([0.0, 1.0, 3.0]))
+    if renorm:  # call 0 is the warm-up; running moments the next batch is clipped against
+        layer(torch.randn(12, 3, dtype=torch.float64))
+        with torch.no_grad():
+            layer.running_mean.copy_(torch.tensor([0.0, 3.0, -3.0]))
+            layer.running_var.copy_(torch.tensor([1.0, 0.25, 9.0]))
+    shape = (12, 3, 4) if sequence else (12, 3)
+    x = (torch.randn(shape, dtype=torch.float64) * 2 + 0.5).requires_grad_(True)
+    weights = torch.randn(shape, dtype=torch.float64)
+    running = layer.running_mean.clone(), layer.running_var.clone()
+    params = [x, *layer.parameters()]
+    got = torch.autograd.grad((layer(x) * weights).sum(), params)
+    expected = torch.autograd.grad((_reference(layer, x, *running, renorm) * weights).sum(), params)
+    for a, b in zip(got, expected):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-10)
+    if not renorm:  # in the warm-up the output does not depend on the running moments
+        warm_up = BatchRenorm1d(3, eps=EPS, affine=affine).double()
+        assert torch.autograd.gradcheck(warm_up, (x,))
+
+
 def test_evaluation_mode_uses_the_running_moments_and_updates_nothing():
     torch.manual_seed(3)
     layer = _layer()
@@ -245,3 +292,36 @@ def test_replicated_critic_normalizes_each_replica_on_its_own():
             last_use_fc_bn=True,
             fc_bn_after_activation=True,
         )
+
+
+@pytest.mark.parametrize("renorm", [False, True])
+def test_replicas_in_place_are_the_flat_layout(renorm):
+    """``forward_replicas`` on ``[R, B, n]`` gives what ``forward`` gives on the same values
+    laid out ``[B, R * n]``: outputs, gradients, running moments (in training and
+    evaluation)."""
+    torch.manual_seed(8)
+    kwargs = dict(eps=EPS, warmup_steps=0 if renorm else 10, r_max=1.5, d_max=0.5)
+    a, b = BatchRenorm1d(6, **kwargs).double(), BatchRenorm1d(6, **kwargs).double()
+    with torch.no_grad():
+        for layer in (a, b):
+            layer.weight.copy_(torch.linspace(-1.0, 2.0, 6))
+            layer.bias.copy_(torch.linspace(0.5, -0.5, 6))
+    for call in range(3):
+        x = (torch.randn(2, 9, 3, dtype=torch.float64) * (call + 1) + call).requires_grad_()
+        flat = x.detach().transpose(0, 1).reshape(9, 6).requires_grad_()
+        y_rep, y_flat = a.forward_replicas(x), b(flat)
+        torch.testing.assert_close(y_rep.transpose(0, 1).reshape(9, 6), y_flat)
+        w = torch.randn(9, 6, dtype=torch.float64)
+        (y_rep.transpose(0, 1).reshape(9, 6) * w).sum().backward()
+        (y_flat * w).sum().backward()
+        torch.testing.assert_close(x.grad.transpose(0, 1).reshape(9, 6), flat.grad)
+        for p, q in zip((*a.parameters(), *a.buffers()), (*b.parameters(), *b.buffers())):
+            torch.testing.assert_close(p, q)
+            if p.grad is not None:
+                torch.testing.assert_close(p.grad, q.grad)
+    a.eval(), b.eval()
+    x = torch.randn(2, 4, 3, dtype=torch.float64)
+    expected = b(x.transpose(0, 1).reshape(4, 6))
+    torch.testing.assert_close(a.forward_replicas(x).transpose(0, 1).reshape(4, 6), expected)
+    with pytest.raises(ValueError, match="R \\* n = 6"):
+        a.forward_replicas(torch.randn(2, 4, 2))
