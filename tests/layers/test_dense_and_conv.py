@@ -199,3 +199,32 @@ def test_conv_bias_initializer_initializes_each_replica():
     assert torch.equal(conv.bias, torch.ones(3))
     parallel = conv.make_parallel(2)
     assert torch.equal(parallel.bias, torch.ones(2, 3))
+
+
+@pytest.mark.parametrize("out", [1, 3])
+@pytest.mark.parametrize("shared_input", [False, True])
+def test_batched_affine_is_baddbmm_values_and_gradients(out, shared_input):
+    """One output column takes the transposed layout (``_OneColumn``); its values and
+    gradients are ``baddbmm``'s (any width, a shared expanded input included)."""
+    from alf.layers.dense import batched_affine
+
+    gen = torch.Generator().manual_seed(11)
+    shape = (5, 7) if shared_input else (3, 5, 7)
+    x = torch.randn(shape, generator=gen, dtype=torch.float64, requires_grad=True)
+    weight = torch.randn(3, 7, out, generator=gen, dtype=torch.float64, requires_grad=True)
+    bias = torch.randn(3, 1, out, generator=gen, dtype=torch.float64, requires_grad=True)
+    grad_out = torch.randn(3, 5, out, generator=gen, dtype=torch.float64)
+
+    def product(f, bias, x, weight):  # a shared input is expanded, as the critics do
+        return f(bias, x.expand(3, 5, 7), weight)
+
+    y = product(batched_affine, bias, x, weight)
+    expected = product(torch.baddbmm, bias, x, weight)
+    torch.testing.assert_close(y, expected, rtol=1e-12, atol=1e-12)
+    got = torch.autograd.grad(y, (x, weight, bias), grad_out)
+    want = torch.autograd.grad(expected, (x, weight, bias), grad_out)
+    for a, b in zip(got, want):
+        assert a.shape == b.shape
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+    check = functools.partial(product, batched_affine)
+    assert torch.autograd.gradcheck(check, (bias, x, weight))
