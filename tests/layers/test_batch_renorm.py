@@ -133,6 +133,16 @@ def test_the_written_out_gradient_is_autograds(renorm, affine, sequence):
     expected = torch.autograd.grad((_reference(layer, x, *running, renorm) * weights).sum(), params)
     for a, b in zip(got, expected):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-10)
+    if affine:  # an input that needs no gradient (an input normalization): γ's and β's
+        x_in = x.detach()
+        for _ in range(2):  # the layer's call before (its running moments), then the check
+            running = layer.running_mean.clone(), layer.running_var.clone()
+            y = layer(x_in)
+        got = torch.autograd.grad((y * weights).sum(), list(layer.parameters()))
+        ref = _reference(layer, x_in, *running, renorm=True)  # past the one warm-up call
+        expected = torch.autograd.grad((ref * weights).sum(), list(layer.parameters()))
+        for a, b in zip(got, expected):
+            torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-10)
     if not renorm:  # in the warm-up the output does not depend on the running moments
         warm_up = BatchRenorm1d(3, eps=EPS, affine=affine).double()
         assert torch.autograd.gradcheck(warm_up, (x,))
