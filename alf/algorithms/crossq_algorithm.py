@@ -63,6 +63,7 @@ from alf.algorithms.sac_algorithm import (
     SacInfo,
     SquashedNormalActorNetwork,
     _sample_with_log_prob,
+    sac_arguments,
 )
 from alf.algorithms.sac_loss import SacLossInfo
 from alf.algorithms.td_loss import OneStepTDLoss
@@ -177,28 +178,7 @@ class CrossQAlgorithm(SacAlgorithm):
             actor_optimizer = actor_optimizer or Adam(lr=1e-3, betas=(0.5, 0.999))
             critic_optimizer = critic_optimizer or Adam(lr=1e-3, betas=(0.5, 0.999))
             alpha_optimizer = alpha_optimizer or Adam(lr=1e-3)
-        super().__init__(
-            observation_spec,
-            action_spec,
-            reward_spec=reward_spec,
-            actor_network_ctor=actor_network_ctor,
-            critic_network_ctor=critic_network_ctor,
-            num_critic_replicas=num_critic_replicas,
-            env=env,
-            config=config,
-            critic_loss_ctor=critic_loss_ctor,
-            target_entropy=target_entropy,
-            initial_log_alpha=initial_log_alpha,
-            use_entropy_reward=use_entropy_reward,
-            random_initial_collect=random_initial_collect,
-            optimizer=optimizer,
-            actor_optimizer=actor_optimizer,
-            critic_optimizer=critic_optimizer,
-            alpha_optimizer=alpha_optimizer,
-            reward_weights=reward_weights,
-            debug_summaries=debug_summaries,
-            name=name,
-        )
+        super().__init__(**sac_arguments(locals()))
         unsupported = {  # e.g. set on SacAlgorithm by a conf
             "reproduce_locomotion": self._reproduce_locomotion,
             "parameter_reset_period": self._periodic_reset is not None,

@@ -55,6 +55,7 @@ from alf.algorithms.sac_algorithm import (
     SacAlgorithm,
     SquashedNormalActorNetwork,
     _sample_with_log_prob,
+    sac_arguments,
 )
 from alf.algorithms.sac_loss import SacLossInfo
 from alf.algorithms.transitions import flat_rows
@@ -160,30 +161,14 @@ class DSacAlgorithm(SacAlgorithm):
         if epistemic and num_critic_replicas < 2:
             raise ValueError(f"{name}: the epistemic alpha (no alpha_optimizer) needs 2+ critics")
         super().__init__(
-            observation_spec,
-            action_spec,
-            reward_spec=reward_spec,
-            actor_network_ctor=actor_network_ctor,
-            critic_network_ctor=functools.partial(
-                critic_network_ctor, tau_spec=TensorSpec((num_quantiles,))
-            ),
-            num_critic_replicas=num_critic_replicas,
-            env=env,
-            config=config,
-            critic_loss_ctor=functools.partial(critic_loss_ctor, num_quantiles=num_quantiles),
-            target_entropy=target_entropy,
-            initial_log_alpha=initial_log_alpha,
-            use_entropy_reward=use_entropy_reward and not epistemic,
-            target_update_tau=target_update_tau,
-            target_update_period=target_update_period,
-            random_initial_collect=random_initial_collect,
-            optimizer=optimizer,
-            actor_optimizer=actor_optimizer,
-            critic_optimizer=critic_optimizer,
-            alpha_optimizer=alpha_optimizer,
-            reward_weights=reward_weights,
-            debug_summaries=debug_summaries,
-            name=name,
+            **sac_arguments(
+                locals(),
+                critic_network_ctor=functools.partial(
+                    critic_network_ctor, tau_spec=TensorSpec((num_quantiles,))
+                ),
+                critic_loss_ctor=functools.partial(critic_loss_ctor, num_quantiles=num_quantiles),
+                use_entropy_reward=use_entropy_reward and not epistemic,
+            )
         )
         if self._reproduce_locomotion:  # e.g. set on SacAlgorithm by a conf
             raise ValueError(f"{name}: SacAlgorithm.reproduce_locomotion is not supported by DSAC")

@@ -40,6 +40,7 @@ from alf.algorithms.sac_algorithm import (
     SquashedNormalActorNetwork,
     _squash,
     _squashed_normal_parts,
+    sac_arguments,
 )
 from alf.algorithms.td_loss import OneStepTDLoss
 from alf.configuration.argtypes import Count, Probability
@@ -99,30 +100,7 @@ class OacAlgorithm(SacAlgorithm):
             raise ValueError(f"{name} supports continuous actions only, got {action_spec}")
         if num_critic_replicas < 2:
             raise ValueError(f"{name}: Q_UB needs >= 2 critics, got {num_critic_replicas}")
-        super().__init__(
-            observation_spec,
-            action_spec,
-            reward_spec=reward_spec,
-            actor_network_ctor=actor_network_ctor,
-            critic_network_ctor=critic_network_ctor,
-            num_critic_replicas=num_critic_replicas,
-            env=env,
-            config=config,
-            critic_loss_ctor=critic_loss_ctor,
-            target_entropy=target_entropy,
-            initial_log_alpha=initial_log_alpha,
-            use_entropy_reward=use_entropy_reward,
-            target_update_tau=target_update_tau,
-            target_update_period=target_update_period,
-            random_initial_collect=random_initial_collect,
-            optimizer=optimizer,
-            actor_optimizer=actor_optimizer,
-            critic_optimizer=critic_optimizer,
-            alpha_optimizer=alpha_optimizer,
-            reward_weights=reward_weights,
-            debug_summaries=debug_summaries,
-            name=name,
-        )
+        super().__init__(**sac_arguments(locals()))
         self._explore = explore
         self._explore_delta = explore_delta
         self._beta_ub = beta_ub

@@ -27,7 +27,7 @@ import torch
 
 import alf
 from alf.algorithms.quantile_td_loss import OneStepTDQRLoss
-from alf.algorithms.sac_algorithm import SacAlgorithm, SquashedNormalActorNetwork
+from alf.algorithms.sac_algorithm import SacAlgorithm, SquashedNormalActorNetwork, sac_arguments
 from alf.configuration.argtypes import Count, Probability
 from alf.networks.critic_networks import CriticNetwork
 from alf.tensor_specs import TensorSpec
@@ -115,30 +115,7 @@ class QrsacAlgorithm(SacAlgorithm):
     ):
         if action_spec.is_discrete:
             raise ValueError(f"{name} supports continuous actions only, got {action_spec}")
-        super().__init__(
-            observation_spec,
-            action_spec,
-            reward_spec=reward_spec,
-            actor_network_ctor=actor_network_ctor,
-            critic_network_ctor=critic_network_ctor,
-            num_critic_replicas=num_critic_replicas,
-            env=env,
-            config=config,
-            critic_loss_ctor=critic_loss_ctor,
-            target_entropy=target_entropy,
-            initial_log_alpha=initial_log_alpha,
-            use_entropy_reward=use_entropy_reward,
-            target_update_tau=target_update_tau,
-            target_update_period=target_update_period,
-            random_initial_collect=random_initial_collect,
-            optimizer=optimizer,
-            actor_optimizer=actor_optimizer,
-            critic_optimizer=critic_optimizer,
-            alpha_optimizer=alpha_optimizer,
-            reward_weights=reward_weights,
-            debug_summaries=debug_summaries,
-            name=name,
-        )
+        super().__init__(**sac_arguments(locals()))
         self._num_quantiles = check_quantile_critic(name, self._critic_networks, self._critic_loss)
         self._min_critic_by_critic_mean = min_critic_by_critic_mean
 

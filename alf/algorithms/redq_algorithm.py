@@ -27,7 +27,7 @@ from collections.abc import Callable
 import torch
 
 import alf
-from alf.algorithms.sac_algorithm import SacAlgorithm, SquashedNormalActorNetwork
+from alf.algorithms.sac_algorithm import SacAlgorithm, SquashedNormalActorNetwork, sac_arguments
 from alf.algorithms.td_loss import OneStepTDLoss
 from alf.configuration.argtypes import Count, Probability
 from alf.networks.critic_networks import CriticNetwork
@@ -75,30 +75,7 @@ class RedqAlgorithm(SacAlgorithm):
             raise ValueError(
                 f"{name}: num_min={num_min} is more than the {num_critic_replicas} critics"
             )
-        super().__init__(
-            observation_spec,
-            action_spec,
-            reward_spec=reward_spec,
-            actor_network_ctor=actor_network_ctor,
-            critic_network_ctor=critic_network_ctor,
-            num_critic_replicas=num_critic_replicas,
-            env=env,
-            config=config,
-            critic_loss_ctor=critic_loss_ctor,
-            target_entropy=target_entropy,
-            initial_log_alpha=initial_log_alpha,
-            use_entropy_reward=use_entropy_reward,
-            target_update_tau=target_update_tau,
-            target_update_period=target_update_period,
-            random_initial_collect=random_initial_collect,
-            optimizer=optimizer,
-            actor_optimizer=actor_optimizer,
-            critic_optimizer=critic_optimizer,
-            alpha_optimizer=alpha_optimizer,
-            reward_weights=reward_weights,
-            debug_summaries=debug_summaries,
-            name=name,
-        )
+        super().__init__(**sac_arguments(locals()))
         self._num_min = num_min
 
     def sample_target_subset(self) -> torch.Tensor:

@@ -56,6 +56,7 @@ which a ``LowerBoundedTDLoss`` bounds its targets with.
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 from collections.abc import Callable
 from typing import NamedTuple
@@ -579,3 +580,13 @@ def _sample_with_log_prob(dist):
 def _stack_q(q_networks: nn.ModuleList, observation) -> torch.Tensor:
     """``[N, R, |A|]`` from ``R`` Q networks."""
     return torch.stack([q(observation)[0] for q in q_networks], dim=1)
+
+
+def sac_arguments(values: dict, **overrides) -> dict:
+    """The ``SacAlgorithm`` constructor arguments among ``values`` (a variant's
+    ``locals()``), with ``overrides`` in place of some: a variant's signature lists the SAC
+    arguments it takes (so that confs can set them on it) and passes them on with this."""
+    return {k: v for k, v in values.items() if k in _SAC_ARGUMENTS} | overrides
+
+
+_SAC_ARGUMENTS = frozenset(inspect.signature(SacAlgorithm.__init__).parameters) - {"self"}

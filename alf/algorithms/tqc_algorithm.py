@@ -36,7 +36,7 @@ from collections.abc import Callable
 import alf
 from alf.algorithms.qrsac_algorithm import check_quantile_critic, with_replica_dim
 from alf.algorithms.quantile_td_loss import OneStepTDQRLoss
-from alf.algorithms.sac_algorithm import SacAlgorithm, SquashedNormalActorNetwork
+from alf.algorithms.sac_algorithm import SacAlgorithm, SquashedNormalActorNetwork, sac_arguments
 from alf.configuration.argtypes import Count, NonNegativeInt, Probability
 from alf.networks.critic_networks import CriticNetwork
 from alf.tensor_specs import TensorSpec
@@ -92,30 +92,13 @@ class TqcAlgorithm(SacAlgorithm):
                 f"leaves no quantile of {num_quantiles}"
             )
         super().__init__(
-            observation_spec,
-            action_spec,
-            reward_spec=reward_spec,
-            actor_network_ctor=actor_network_ctor,
-            critic_network_ctor=functools.partial(
-                critic_network_ctor, output_tensor_spec=TensorSpec((num_quantiles,))
-            ),
-            num_critic_replicas=num_critic_replicas,
-            env=env,
-            config=config,
-            critic_loss_ctor=functools.partial(critic_loss_ctor, num_quantiles=num_quantiles),
-            target_entropy=target_entropy,
-            initial_log_alpha=initial_log_alpha,
-            use_entropy_reward=use_entropy_reward,
-            target_update_tau=target_update_tau,
-            target_update_period=target_update_period,
-            random_initial_collect=random_initial_collect,
-            optimizer=optimizer,
-            actor_optimizer=actor_optimizer,
-            critic_optimizer=critic_optimizer,
-            alpha_optimizer=alpha_optimizer,
-            reward_weights=reward_weights,
-            debug_summaries=debug_summaries,
-            name=name,
+            **sac_arguments(
+                locals(),
+                critic_network_ctor=functools.partial(
+                    critic_network_ctor, output_tensor_spec=TensorSpec((num_quantiles,))
+                ),
+                critic_loss_ctor=functools.partial(critic_loss_ctor, num_quantiles=num_quantiles),
+            )
         )
         check_quantile_critic(name, self._critic_networks, self._critic_loss)
         self._num_quantiles = num_quantiles
