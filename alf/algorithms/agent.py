@@ -1,21 +1,37 @@
-"""``Agent``: ALF's name for "the RL algorithm, plus optional parts", as a factory.
+"""``Agent``: an RL algorithm composed with the parts ALF's agents have.
 
 ALF's confs set ``TrainerConfig.algorithm_ctor = Agent`` and choose the algorithm with
-``Agent.rl_algorithm_cls``. In alf the agent *is* its RL algorithm: ``Agent(...)`` builds
-``rl_algorithm_cls`` with the trainer's arguments and returns it, so training,
-checkpoints and ``alf.bin.play`` see exactly the algorithm a conf naming it directly
-would build (nothing is wrapped). What ALF's ``Agent`` adds:
+``Agent.rl_algorithm_cls``. Alone, the RL algorithm *is* the agent: ``Agent(...)`` builds
+``rl_algorithm_cls`` and returns it, so training, checkpoints and ``alf.bin.play`` see
+exactly what a conf naming the algorithm directly builds. With any of these parts it
+returns an ``AgentAlgorithm`` that composes them around the RL algorithm:
 
-- ``optimizer``: the default optimizer of the algorithm's parameters (passed as the
-  algorithm's ``optimizer``; an ``optimizer`` configured for the algorithm itself loses,
-  as ALF's agent-level optimizer does);
+- ``representation_learner_cls``: a learner whose output (``output_spec``) is the
+  observation the RL algorithm (and the other parts) see, trained with its own loss and,
+  unless ``detach_representation``, by the RL algorithm's gradient too;
+- ``goal_generator``: a goal (e.g. DIAYN's skill) appended to the observation:
+  the RL algorithm sees ``[observation, goal]``;
+- ``intrinsic_reward_module``: a reward of its own (``IntrinsicRewardModule``: ICM, RND,
+  DIAYN's discriminator); the RL algorithm is trained on
+  ``extrinsic_reward_coef * r + intrinsic_reward_coef * r_intrinsic``.
+
+Each part may be given built (ALF's confs build ``RNDAlgorithm()`` themselves) or as a
+constructor, called with ``observation_spec=`` (what it sees) and ``action_spec=``.
+Everything is trained from the same experience: on-policy from the unroll, off-policy
+from replay (the intrinsic reward recorded at rollout, normalized on the learner's side).
+
+What ALF's ``Agent`` also adds:
+
+- ``optimizer``: the default optimizer (passed as the RL algorithm's ``optimizer``, so an
+  ``optimizer`` configured for the algorithm itself loses, as ALF's agent-level optimizer
+  does; with parts, also the optimizer of every part that has none of its own);
 - ``enforce_entropy_target=True``: an ``EntropyTargetAlgorithm`` (built by
-  ``entropy_target_cls``) adds an adaptive entropy bonus to the loss of an
-  actor-critic algorithm (``ActorCriticAlgorithm``, ``PPOAlgorithm``); any other
-  algorithm is an error naming it (SAC tunes its own alpha).
+  ``entropy_target_cls``) adds an adaptive entropy bonus to the loss of an actor-critic
+  algorithm (``ActorCriticAlgorithm``, ``PPOAlgorithm``); any other algorithm is an error
+  naming it (SAC tunes its own alpha).
 
-ALF's other parts (representation learners, goal generators, intrinsic rewards, reward
-weights) are not in alf: setting one is an error naming the argument.
+ALF's reward weight algorithm (multi-dimensional rewards) is not in alf: setting it is an
+error naming the argument.
 """
 
 from __future__ import annotations
@@ -23,15 +39,9 @@ from __future__ import annotations
 import inspect
 
 import alf
+from alf.algorithms.agent_algorithm import AgentAlgorithm
 from alf.algorithms.entropy_target_algorithm import EntropyTargetAlgorithm
 from alf.tensor_specs import TensorSpec
-
-_NOT_IN_ALF = (
-    "reward_weight_algorithm_cls",
-    "representation_learner_cls",
-    "goal_generator",
-    "intrinsic_reward_module",
-)
 
 
 @alf.configurable
@@ -48,67 +58,96 @@ def Agent(  # noqa: N802 (ALF's public name)
     intrinsic_reward_module=None,
     intrinsic_reward_coef: float = 1.0,
     extrinsic_reward_coef: float = 1.0,
+    detach_representation: bool = False,
     enforce_entropy_target: bool = False,
     entropy_target_cls=EntropyTargetAlgorithm,
     optimizer=None,
     debug_summaries: bool = False,
     name: str = "AgentAlgorithm",
 ):
-    """Build ``rl_algorithm_cls`` for the trainer (module doc) and return it.
+    """Build ``rl_algorithm_cls`` for the trainer, composed with the parts given (module
+    doc), and return it.
 
     Args:
         observation_spec, action_spec, reward_spec, env, config: what the trainer passes
-            to ``TrainerConfig.algorithm_ctor``; handed to ``rl_algorithm_cls``.
+            to ``TrainerConfig.algorithm_ctor``.
         rl_algorithm_cls: the RL algorithm class (e.g. ``PPOAlgorithm``); required.
-        reward_weight_algorithm_cls, representation_learner_cls, goal_generator,
-            intrinsic_reward_module: ALF parts alf does not have; must be None.
-        intrinsic_reward_coef, extrinsic_reward_coef: ALF's reward weights; only the
-            defaults (1.0) are accepted: without an intrinsic reward they change
-            nothing but the reward scale (use ``RewardScaling`` for that).
+        reward_weight_algorithm_cls: ALF's reward weights: not in alf, must be None.
+        representation_learner_cls: ``ctor(observation_spec=, action_spec=,
+            reward_spec=, config=, debug_summaries=)`` of a representation learner.
+        goal_generator: a goal generator, built or ``ctor(observation_spec=,
+            action_spec=)``.
+        intrinsic_reward_module: an ``IntrinsicRewardModule``, built or
+            ``ctor(observation_spec=, action_spec=)``.
+        intrinsic_reward_coef, extrinsic_reward_coef: the weights of the rewards; without
+            an intrinsic reward module only the defaults (1.0) are accepted (use
+            ``RewardScaling`` to scale the reward).
+        detach_representation: the RL algorithm's gradient stops at the representation
+            (only the learner's own loss trains it).
         enforce_entropy_target: add an ``EntropyTargetAlgorithm``'s entropy bonus.
         entropy_target_cls: ``ctor(action_spec=, debug_summaries=)`` of it.
-        optimizer: the default optimizer of the algorithm (see the module doc).
+        optimizer: the default optimizer (see the module doc).
         debug_summaries: passed to the algorithm and the entropy target.
-        name: ALF's agent name (unused: the algorithm keeps its own name).
+        name: the name of the ``AgentAlgorithm`` (with parts).
 
     Returns:
-        the ``RLAlgorithm``.
+        the ``RLAlgorithm``: ``rl_algorithm_cls``'s, or an ``AgentAlgorithm`` holding it.
     """
-    del name
-    for arg in _NOT_IN_ALF:
-        if locals()[arg] is not None:
-            raise ValueError(f"Agent.{arg} is not supported by alf (ALF-only agent part)")
-    for arg in ("intrinsic_reward_coef", "extrinsic_reward_coef"):
-        if locals()[arg] != 1.0:
-            raise ValueError(
-                f"Agent.{arg}={locals()[arg]} is not supported by alf (only 1.0; scale the "
-                "reward with RewardScaling)"
-            )
+    if reward_weight_algorithm_cls is not None:
+        raise ValueError(
+            "Agent.reward_weight_algorithm_cls is not supported by alf (ALF's multi-"
+            "dimensional reward weights)"
+        )
     if rl_algorithm_cls is None:
         raise ValueError("Agent.rl_algorithm_cls must be set (e.g. to PPOAlgorithm)")
-    kwargs = dict(
-        observation_spec=observation_spec,
-        action_spec=action_spec,
-        reward_spec=reward_spec,
-        env=env,
-        config=config,
-    )
+    if intrinsic_reward_module is None and goal_generator is None:
+        for arg in ("intrinsic_reward_coef", "extrinsic_reward_coef"):
+            if locals()[arg] != 1.0:
+                raise ValueError(
+                    f"Agent.{arg}={locals()[arg]} needs an intrinsic_reward_module (without "
+                    "one, scale the reward with RewardScaling)"
+                )
+    rl_kwargs = {}
     if debug_summaries:  # only when set: else the algorithm's own configured value holds
-        kwargs["debug_summaries"] = True
+        rl_kwargs["debug_summaries"] = True
     if optimizer is not None:
         if not _takes(rl_algorithm_cls, "optimizer"):
             raise ValueError(
                 f"Agent.optimizer: {_name(rl_algorithm_cls)} takes no 'optimizer' argument"
             )
-        kwargs["optimizer"] = optimizer
-    algorithm = rl_algorithm_cls(**kwargs)
+        rl_kwargs["optimizer"] = optimizer
+    specs = dict(observation_spec=observation_spec, action_spec=action_spec)
+    parts = (representation_learner_cls, goal_generator, intrinsic_reward_module)
+    if all(part is None for part in parts):
+        algorithm = rl_algorithm_cls(
+            **specs, reward_spec=reward_spec, env=env, config=config, **rl_kwargs
+        )
+    else:
+        algorithm = AgentAlgorithm(
+            **specs,
+            reward_spec=reward_spec,
+            env=env,
+            config=config,
+            rl_algorithm_cls=rl_algorithm_cls,
+            rl_kwargs=rl_kwargs,
+            representation_learner_cls=representation_learner_cls,
+            goal_generator=goal_generator,
+            intrinsic_reward_module=intrinsic_reward_module,
+            intrinsic_reward_coef=intrinsic_reward_coef,
+            extrinsic_reward_coef=extrinsic_reward_coef,
+            detach_representation=detach_representation,
+            optimizer=optimizer,
+            debug_summaries=debug_summaries,
+            name=name,
+        )
     if enforce_entropy_target:
-        if not hasattr(algorithm, "set_entropy_target"):
+        rl = getattr(algorithm, "rl_algorithm", algorithm)
+        if not hasattr(rl, "set_entropy_target"):
             raise ValueError(
                 f"Agent.enforce_entropy_target=True needs an actor-critic algorithm "
                 f"(ActorCriticAlgorithm, PPOAlgorithm); {_name(rl_algorithm_cls)} has none"
             )
-        algorithm.set_entropy_target(
+        rl.set_entropy_target(
             entropy_target_cls(action_spec=action_spec, debug_summaries=debug_summaries)
         )
     return algorithm

@@ -170,6 +170,15 @@ class RLAlgorithm(Algorithm):
         """Act by the learner's ``actor_context()`` (on a policy copy with no learner state
         of its own); nothing to do here."""
 
+    def compose_into(self, agent: RLAlgorithm) -> None:
+        """Train as the RL algorithm of ``agent`` (an ``AgentAlgorithm``, which composes
+        other parts around it): ``update_from_experience`` keeps this algorithm's masks
+        and hooks, but the update is the agent's (its ``train_steps``, ``calc_loss``,
+        gradient step over every part, ``after_update``), and the learner is the agent's.
+        """
+        object.__setattr__(self, "_update_host", agent)  # not a sub-module: no cycle
+        self._learner = agent.learner
+
     @property
     def learner(self) -> Learner | None:
         """The training iteration (None without a ``TrainerConfig``)."""
@@ -347,18 +356,19 @@ class RLAlgorithm(Algorithm):
         """
         weights = sample_weights(experience)
         extra_args = {} if weights is None else {"sample_weights": weights}
+        host = self.__dict__.get("_update_host", self)  # an agent composing it (compose_into)
         amp = self._mixed_precision
         with torch.enable_grad():
             if amp is None:
-                info, loss_info = self._train_and_calc_loss(experience)
+                info, loss_info = host._train_and_calc_loss(experience)
             else:  # under autocast; the loss back in float32
-                info, loss_info = amp.forward(self._train_and_calc_loss, experience)
+                info, loss_info = amp.forward(host._train_and_calc_loss, experience)
             mask = experience.time_step.step_type != StepType.LAST
             if valid_masks is not None:
                 mask = mask & valid_masks
-            loss_info = self.update_with_gradient(loss_info, mask, **extra_args)
-        self.after_update(experience, info)
-        self._summarize_loss(loss_info)
+            loss_info = host.update_with_gradient(loss_info, mask, **extra_args)
+        host.after_update(experience, info)
+        host._summarize_loss(loss_info)
         self._update_priority(experience.batch_info, loss_info.priority)
         return loss_info
 

@@ -13,7 +13,13 @@ def check_optimizers(algorithm) -> None:
     algorithm.optimizers()
     if algorithm.modules_without_optimizer:
         name = algorithm.name
+        modules = [
+            f"{m} ({type(getattr(algorithm, m, None)).__name__})"
+            for m in algorithm.modules_without_optimizer
+        ]
+        # the configurable whose optimizer argument is the default (Agent for its parts)
+        conf_name = getattr(algorithm, "default_optimizer_conf", name)
         raise ValueError(
-            f"{name}: the parameters of {', '.join(algorithm.modules_without_optimizer)} "
-            f"have no optimizer, so they would never be trained (set {name}.optimizer)"
+            f"{name}: the parameters of {', '.join(modules)} have no optimizer, so they "
+            f"would never be trained (set {conf_name}.optimizer)"
         )

@@ -55,9 +55,11 @@ def test_agent_refuses_what_alf_has_not():
     try:
         with pytest.raises(ValueError, match="Agent.rl_algorithm_cls must be set"):
             _agent(env)
-        with pytest.raises(ValueError, match="Agent.intrinsic_reward_module is not supported"):
+        with pytest.raises(ValueError, match="Agent.reward_weight_algorithm_cls is not supp"):
+            _agent(env, rl_algorithm_cls=PPOAlgorithm, reward_weight_algorithm_cls=object)
+        with pytest.raises(ValueError, match="Agent.intrinsic_reward_module: expected an alg"):
             _agent(env, rl_algorithm_cls=PPOAlgorithm, intrinsic_reward_module=object())
-        with pytest.raises(ValueError, match="Agent.extrinsic_reward_coef=2.0 is not supported"):
+        with pytest.raises(ValueError, match="Agent.extrinsic_reward_coef=2.0 needs an intrin"):
             _agent(env, rl_algorithm_cls=PPOAlgorithm, extrinsic_reward_coef=2.0)
         with pytest.raises(ValueError, match="enforce_entropy_target=True needs an actor-critic"):
             _agent(env, rl_algorithm_cls=SacAlgorithm, enforce_entropy_target=True)
