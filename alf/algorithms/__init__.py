@@ -36,6 +36,7 @@ _EXPORTS = {
     "factory": ("create_algorithm",),
     "frame_stacker": ("FrameStacker",),
     "goal_generator": ("RandomCategoricalGoalGenerator",),
+    "icm_algorithm": ("ICMAlgorithm",),
     "hindsight_relabeler": ("HindsightExperienceTransformer", "l2_distance_reward_fn"),
     "intrinsic_reward_module": ("IntrinsicRewardModule",),
     "learners": ("EpochLearner", "Learner", "OnPolicyLearner", "ReplayLearner"),

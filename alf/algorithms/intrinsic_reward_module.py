@@ -82,20 +82,26 @@ class IntrinsicRewardModule(Algorithm):
         ``rollout_step`` recorded ``rollout_info.reward`` (module doc).
 
         Args:
-            time_step: the rows' time steps ``[T, B, ...]`` (unused here).
+            time_step: the rows' time steps ``[T, B, ...]``.
             rollout_info: what ``rollout_step`` recorded, ``[T, B, ...]``.
             update_statistics: merge these rewards into the normalizer first.
         """
-        del time_step
         reward = rollout_info.reward
         if self._reward_normalizer is None:
             return reward
         if update_statistics:
-            self._reward_normalizer.update(reward)
+            valid = self.rewarded_rows(time_step)
+            self._reward_normalizer.update(reward if valid is None else reward[valid])
         reward = self._reward_normalizer.normalize(reward)
         if self._clip_value > 0:
             reward = reward.clamp(-self._clip_value, self._clip_value)
         return reward
+
+    def rewarded_rows(self, time_step):
+        """A ``[T, B]`` mask of the rows whose reward means something (their rewards
+        alone update the statistics), or None for all."""
+        del time_step
+        return None
 
     def after_update(self, experience, train_info) -> None:
         """Hook after each gradient step (the agent calls it with this module's info)."""
