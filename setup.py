@@ -31,6 +31,7 @@ setup(
         "dmc": ["dm_control>=1.0.50", "mujoco>=3.17,<4"],  # alf.environments.suite_dmc
         "robotics": ["gymnasium-robotics>=1.4", "mujoco>=3.0,<4"],  # suite_robotics (Fetch)
         "envpool": ["envpool>=0.8"],  # create_environment.batched_backend='envpool'
+        "minigrid": ["minigrid>=2.3"],  # alf.environments.suite_minigrid (grid worlds)
         "atari": ["ale-py>=0.9"],  # alf.environments.suite_atari (the ROMs ship with ale-py)
         "test": ["pytest>=7", "pytest-timeout>=2.1", "psutil>=5.9", "ruff>=0.5"],
         "video": ["imageio>=2.30", "imageio-ffmpeg>=0.4"],

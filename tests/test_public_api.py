@@ -18,7 +18,7 @@ PACKAGES = {
     "alf": 12,
     "alf.algorithms": 58,
     "alf.data_structures": 10,
-    "alf.environments": 28,
+    "alf.environments": 29,
     "alf.layers": 39,
     "alf.networks": 34,
     "alf.optimizers": 5,

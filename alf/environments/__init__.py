@@ -14,6 +14,7 @@ _SUBMODULES = (
     "suite_atari",
     "suite_dmc",
     "suite_gym",
+    "suite_minigrid",
     "suite_robotics",
 )
 
