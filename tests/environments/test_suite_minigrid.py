@@ -141,6 +141,8 @@ def test_num_actions_keeps_the_first_actions():
     assert int(env.action_spec().maximum) == 2
     out = _steps(env, TO_THE_GOAL)
     assert int(out[-1].step_type) == LAST and float(out[-1].reward) == pytest.approx(0.955)
+    with pytest.raises(ValueError, match="outside Discrete"):
+        env.gym.step(3)  # pickup is not kept
     env.close()
 
 
