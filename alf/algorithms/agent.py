@@ -39,6 +39,7 @@ from __future__ import annotations
 import inspect
 
 import alf
+from alf.algorithms.actor_critic_algorithm import ActorCriticAlgorithm
 from alf.algorithms.agent_algorithm import AgentAlgorithm
 from alf.algorithms.entropy_target_algorithm import EntropyTargetAlgorithm
 from alf.tensor_specs import TensorSpec
@@ -51,7 +52,7 @@ def Agent(  # noqa: N802 (ALF's public name)
     reward_spec=TensorSpec(()),
     env=None,
     config=None,
-    rl_algorithm_cls=None,
+    rl_algorithm_cls=ActorCriticAlgorithm,
     reward_weight_algorithm_cls=None,
     representation_learner_cls=None,
     goal_generator=None,
@@ -71,7 +72,7 @@ def Agent(  # noqa: N802 (ALF's public name)
     Args:
         observation_spec, action_spec, reward_spec, env, config: what the trainer passes
             to ``TrainerConfig.algorithm_ctor``.
-        rl_algorithm_cls: the RL algorithm class (e.g. ``PPOAlgorithm``); required.
+        rl_algorithm_cls: the RL algorithm class (ALF's default: ``ActorCriticAlgorithm``).
         reward_weight_algorithm_cls: ALF's reward weights: not in alf, must be None.
         representation_learner_cls: ``ctor(observation_spec=, action_spec=,
             reward_spec=, config=, debug_summaries=)`` of a representation learner.
@@ -99,7 +100,7 @@ def Agent(  # noqa: N802 (ALF's public name)
             "dimensional reward weights)"
         )
     if rl_algorithm_cls is None:
-        raise ValueError("Agent.rl_algorithm_cls must be set (e.g. to PPOAlgorithm)")
+        raise ValueError("Agent.rl_algorithm_cls=None: expected an RL algorithm class")
     if intrinsic_reward_module is None and goal_generator is None:
         for arg in ("intrinsic_reward_coef", "extrinsic_reward_coef"):
             if locals()[arg] != 1.0:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from alf.algorithms.config import TrainerConfig
 from alf.data_transformers import create_data_transformer
+from alf.utils import common
 
 
 def create_algorithm(config: TrainerConfig, env, device=None, run=None):
@@ -30,6 +31,12 @@ def create_algorithm(config: TrainerConfig, env, device=None, run=None):
         the ``RLAlgorithm``.
     """
     transformer = create_data_transformer(config.data_transformer_ctor, env.observation_spec())
+    common.set_global_env_specs(
+        env.observation_spec(),
+        transformer.transformed_observation_spec,
+        env.action_spec(),
+        env.reward_spec(),
+    )
     algorithm = config.algorithm_ctor(
         observation_spec=transformer.transformed_observation_spec,
         action_spec=env.action_spec(),

@@ -87,11 +87,16 @@ class ICMAlgorithm(IntrinsicRewardModule):
         if encoding_net is None and observation_spec is None:
             raise ValueError(f"{name}: needs observation_spec or encoding_net")
         feature_spec = observation_spec if encoding_net is None else encoding_net.output_spec
+        # what the rollout state keeps: the observation (the encoder's input, when only
+        # the encoder is given, as ALF's confs do)
+        state_spec = (
+            encoding_net.input_tensor_spec if observation_spec is None else observation_spec
+        )
         if nest.is_nested(feature_spec) or len(feature_spec.shape) != 1:
             raise ValueError(f"{name}: the embedding must be one vector, got {feature_spec}")
         super().__init__(
             reward_adapt_speed=reward_adapt_speed,
-            rollout_state_spec=observation_spec,
+            rollout_state_spec=state_spec,
             predict_state_spec=(),
             optimizer=optimizer,
             name=name,

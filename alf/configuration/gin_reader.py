@@ -6,8 +6,8 @@ sets the gin macro (or defined config) ``NAME``, ``@Name`` / ``@Name()`` / ``%NA
 the lazy values of ``registry``, ``import`` statements import the module, and
 ``include`` statements are handed to the caller's ``include`` function. A scoped binding
 ``scope/Name.arg = value`` applies to the calls made through ``@scope/Name`` only (see
-``scopes``); scoped macros (``%scope/NAME``) are refused. gin is imported only when a gin
-statement is parsed.
+``scopes``); a scoped macro (``scope/NAME = value``, ``%scope/NAME``) is, as in gin, the
+macro of that whole name. gin is imported only when a gin statement is parsed.
 """
 
 import importlib
@@ -24,11 +24,7 @@ class _GinDelegate:
         return ConfigurableRef(name, evaluate, scope or None)
 
     def macro(self, scoped_name):
-        if "/" in scoped_name:
-            raise ValueError(
-                f"scoped gin macros are not supported by alf ('%{scoped_name}'); bind the "
-                "macro without a scope."
-            )
+        # a scoped macro (%scope/NAME) is, as in gin, the macro of that whole name
         return MacroRef(scoped_name)
 
 
@@ -46,7 +42,9 @@ def _gin_import(module, is_from):
 
 
 def _gin_binding(statement, mutable):
-    if statement.scope:
+    if statement.scope and not statement.arg_name:  # a scoped macro: 'scope/NAME = value'
+        _set_macro(f"{statement.scope}/{statement.selector}", statement.value, mutable)
+    elif statement.scope:
         name = f"{statement.selector}.{statement.arg_name}"
         config_scoped(
             statement.scope,

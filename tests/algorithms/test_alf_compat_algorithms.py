@@ -53,8 +53,9 @@ def test_agent_builds_the_rl_algorithm_with_its_optimizer():
 def test_agent_refuses_what_alf_has_not():
     env = counting_env(num_envs=2)
     try:
-        with pytest.raises(ValueError, match="Agent.rl_algorithm_cls must be set"):
-            _agent(env)
+        with pytest.raises(ValueError, match="Agent.rl_algorithm_cls=None: expected an RL alg"):
+            _agent(env, rl_algorithm_cls=None)
+        assert type(_agent(env, optimizer=Adam(lr=1e-3))) is ActorCriticAlgorithm  # ALF's
         with pytest.raises(ValueError, match="Agent.reward_weight_algorithm_cls is not supp"):
             _agent(env, rl_algorithm_cls=PPOAlgorithm, reward_weight_algorithm_cls=object)
         with pytest.raises(ValueError, match="Agent.intrinsic_reward_module: expected an alg"):

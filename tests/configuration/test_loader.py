@@ -99,7 +99,6 @@ def test_import_config_searches_alf_config_path(tmp_path, monkeypatch):
 def test_gin_errors_name_the_culprit(tmp_path):
     cases = {
         "syntax.gin": ("cfg_scale.factor = = 1\n", r"Cannot parse gin config .*syntax.gin"),
-        "scope.gin": ("cfg_scale.factor = %train/M\n", "scoped gin macros are not supported"),
         "arg.gin": ("\ncfg_scale.fact = 1\n", r"arg.gin, line 2: .*Did you mean 'factor'"),
         "import.gin": ("import no_such_module_xyz\n", "Cannot import 'no_such_module_xyz'"),
     }
@@ -111,6 +110,10 @@ def test_gin_errors_name_the_culprit(tmp_path):
     alf.load_config(str(tmp_path / "ref.gin"))
     with pytest.raises(ValueError, match=r"gin reference '@cfg_scal'.*Did you mean 'cfg_scale'"):
         config_util.validate_pending_configs()
+    alf.reset_configs()
+    (tmp_path / "scoped.gin").write_text("train/M = 3.0\ncfg_scale.factor = %train/M\n")
+    alf.load_config(str(tmp_path / "scoped.gin"))
+    assert cfg_scale(1.0) == 3.0  # a scoped macro is the macro of its whole name, as in gin
     alf.reset_configs()
     (tmp_path / "macro.gin").write_text("cfg_scale.factor = %NO_MACRO\n")
     alf.load_config(str(tmp_path / "macro.gin"))
