@@ -59,6 +59,8 @@ class ICMAlgorithm(IntrinsicRewardModule):
         observation_spec: the observation's spec; given: observations are normalized.
         hidden_size: the hidden layers of the default forward and inverse models.
         reward_adapt_speed: see ``IntrinsicRewardModule`` (ALF's 8.0).
+        reward_zero_mean: the normalization subtracts the running mean (ALF's); False:
+            it only divides by the running standard deviation (the reward stays >= 0).
         encoding_net: :math:`\\phi` (None: the observation itself is the embedding).
         forward_net: ``[embedding, action]`` → embedding (None: an MLP).
         inverse_net: ``[embedding, embedding]`` → action logits or action (None: an MLP).
@@ -73,6 +75,7 @@ class ICMAlgorithm(IntrinsicRewardModule):
         observation_spec=None,
         hidden_size=256,
         reward_adapt_speed: float | None = 8.0,
+        reward_zero_mean: bool = True,
         encoding_net=None,
         forward_net=None,
         inverse_net=None,
@@ -96,6 +99,7 @@ class ICMAlgorithm(IntrinsicRewardModule):
             raise ValueError(f"{name}: the embedding must be one vector, got {feature_spec}")
         super().__init__(
             reward_adapt_speed=reward_adapt_speed,
+            reward_zero_mean=reward_zero_mean,
             rollout_state_spec=state_spec,
             predict_state_spec=(),
             optimizer=optimizer,

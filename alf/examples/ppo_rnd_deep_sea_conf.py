@@ -17,7 +17,7 @@ alf.config(
     "Agent",
     rl_algorithm_cls=PPOAlgorithm,
     intrinsic_reward_module=RNDAlgorithm,
-    intrinsic_reward_coef=0.5,
+    intrinsic_reward_coef=0.1,
     optimizer=Adam(lr=1e-3, eps=1e-5, gradient_clipping=0.5),
 )
 alf.config("TrainerConfig", algorithm_ctor=Agent)

@@ -48,7 +48,11 @@ def _needs(conf: str, suite: str) -> bool:
 
 
 #: env suites whose package an example conf may need: (suite module, package, pip extra)
-_SUITES = (("suite_dmc", "dm_control", "dmc"), ("suite_robotics", "gymnasium_robotics", "robotics"))
+_SUITES = (
+    ("suite_dmc", "dm_control", "dmc"),
+    ("suite_robotics", "gymnasium_robotics", "robotics"),
+    ("suite_minigrid", "minigrid", "minigrid"),
+)
 
 
 def _run(args, timeout=240):
