@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import io
+import json
 import math
 
 import pytest
@@ -297,9 +298,10 @@ def _learn(num_of_skills, iterations, seed=0, intrinsic_reward_coef=1.0):
 
 
 def test_skills_become_distinguishable():
-    """4 skills, 1,200 iterations (4,800 env steps): the discriminator tells the deterministic
-    skills apart far above chance (1/4). Seed 0 measured [1.0, 0.97, 0.83, 0.0] (mean 0.70);
-    with the intrinsic reward off, every state goes to one skill (mean 0.25)."""
+    """4 skills, 1,200 iterations (4,800 env steps, about 15 s): the discriminator tells the
+    deterministic skills apart far above chance (1/4). Seed 0 measured [1.0, 0.97, 0.83, 0.0]
+    (mean 0.70); with the intrinsic reward off (``intrinsic_reward_coef=0``) every state goes
+    to one skill: [0, 1, 0, 0] (mean 0.25)."""
     accuracy = _learn(num_of_skills=4, iterations=1200)
     assert sum(accuracy) / 4 >= 0.5, accuracy
     assert sum(a >= 0.8 for a in accuracy) >= 2, accuracy
@@ -307,8 +309,8 @@ def test_skills_become_distinguishable():
 
 @pytest.mark.slow
 def test_six_skills_are_learned_slow():
-    """6 skills, 4,000 iterations (16,000 env steps): at least 4 skills are told apart with
-    accuracy >= 0.9."""
+    """6 skills, 4,000 iterations (16,000 env steps, about 65 s): at least 4 skills are told
+    apart with accuracy >= 0.9. Seed 0 measured [1.0, 0.97, 1.0, 1.0, 1.0, 1.0]."""
     accuracy = _learn(num_of_skills=6, iterations=4000)
     assert sum(a >= 0.9 for a in accuracy) >= 4, accuracy
 
@@ -317,7 +319,7 @@ def test_alf_style_diayn_gin_trains_and_checkpoints(tmp_path):
     """``tests/confs/alf_style/diayn_pendulum.gin`` (ALF's DIAYN Pendulum options: NestConcat,
     clipped_exp, NormalProjectionNetwork's, td_error_loss_fn, use_rollout_state) trains 30
     iterations with the intrinsic reward alone."""
-    from tests.examples.test_alf_style_confs import _algorithm_state, _scalars, _train
+    from tests.examples.test_alf_style_confs import _algorithm_state, _run, _scalars, _train
 
     root = tmp_path / "diayn"
     result = _train("diayn_pendulum.gin", root, flag="--gin_file")
@@ -332,3 +334,11 @@ def test_alf_style_diayn_gin_trains_and_checkpoints(tmp_path):
     overall = _scalars(root / "train", "reward/overall")
     assert intrinsic and intrinsic == overall
     assert _scalars(root / "train", "loss/DIAYNAlgorithm/accuracy")
+    # benchmarks/diayn_skills.py plays each skill of the run and plots them
+    png = tmp_path / "skills.png"
+    args = ["benchmarks.diayn_skills", "--root_dir", str(root), "--png", str(png)]
+    play = _run(*args, "--episodes", "1")
+    assert play.returncode == 0, play.stderr[-3000:]
+    result = json.loads(play.stdout.strip().splitlines()[-1])
+    assert result["K"] == 5 and all(0.0 <= a <= 1.0 for a in result["accuracy"])
+    assert png.stat().st_size > 0
