@@ -22,9 +22,11 @@ constant).
 
 Rows: row ``t`` holds :math:`s_t`, reached by acting with the episode's skill at
 ``t - 1``; a FIRST row was reached by no action of its skill (the skill is drawn there),
-so its reward and loss are 0. The raw reward is recorded at rollout (``info.reward``) and,
-as the paper does, not normalized unless ``reward_adapt_speed`` is set (ALF's default
-normalizes, with speed 8).
+so its reward and loss are 0. As in the paper, the reward of replayed rows is computed by
+the discriminator of the time they are trained on (``recompute_reward``; ALF, and
+``recompute_reward=False``, give the reward recorded at rollout, by an older
+discriminator), and it is not normalized unless ``reward_adapt_speed`` is set (ALF's
+default normalizes, with speed 8).
 
 The module sees what the agent's RL algorithm sees, ``[observation, skill]``; the skill is
 the goal generator's one-hot goal (discrete skills: ``z`` is its argmax).
@@ -50,9 +52,11 @@ from alf.utils.normalizers import AdaptiveNormalizer
 
 
 class DIAYNInfo(NamedTuple):
-    """What ``rollout_step`` records: the raw reward ``[B]``."""
+    """What ``rollout_step`` records: the raw reward ``[B]`` and the skill acted with (the
+    index ``[B]`` of a discrete skill, a continuous one ``[B, d]``)."""
 
     reward: object = ()
+    skill: object = ()
 
 
 class DIAYNLossInfo(NamedTuple):
@@ -85,6 +89,12 @@ class DIAYNAlgorithm(IntrinsicRewardModule):
             itself (then ``observation_spec`` is needed).
         reward_adapt_speed: normalize the reward by running statistics
             (``IntrinsicRewardModule``); None (the paper's): the raw reward.
+        recompute_reward: True (the paper's): the reward the RL algorithm is trained on is
+            computed when the rows are trained on (replayed), by the discriminator of
+            then, from the rows' observations as the experience holds them (the env's:
+            with a representation learner, whose output this module sees at rollout, set
+            False); False (ALF's): the reward recorded at rollout, by the discriminator of
+            that time.
         observation_spec: the observation's spec, or ``[observation_spec, skill_spec]``
             (what an ``Agent`` with a goal generator passes when it builds this module); if
             given, the observation is normalized by running statistics (as ALF does),
@@ -101,6 +111,7 @@ class DIAYNAlgorithm(IntrinsicRewardModule):
         skill_spec: TensorSpec,
         encoding_net=None,
         reward_adapt_speed: float | None = None,
+        recompute_reward: bool = True,
         observation_spec=None,
         hidden_size: tuple[int, ...] = (),
         hidden_activation: Callable = torch.relu_,
@@ -113,6 +124,7 @@ class DIAYNAlgorithm(IntrinsicRewardModule):
         self._discrete, skill_dim = _skill_dim(skill_spec, name)
         self._skill_spec = skill_spec
         self._skill_dim = skill_dim
+        self._recompute_reward = recompute_reward
         observation_spec = _observation_part(observation_spec)
         self._observation_normalizer = None
         if observation_spec is not None:
@@ -155,41 +167,64 @@ class DIAYNAlgorithm(IntrinsicRewardModule):
             observation = self._encoding_net(observation)[0]
         return self._discriminator_net(observation)[0]
 
-    def _losses(self, inputs: TimeStep) -> DIAYNLossInfo:
-        """Per row ``[B]``: :math:`-\\log q_\\phi(z|s)` (or the squared error), 0 at FIRST."""
-        observation, skill = inputs.observation
+    def _target(self, skill: torch.Tensor) -> torch.Tensor:
+        """What the discriminator predicts of a skill as the agent gives it: the index
+        ``z`` of a one-hot skill ``[B]``, or a continuous skill itself ``[B, d]``."""
+        return skill.argmax(-1) if self._discrete else skill
+
+    def _losses(self, observation, target, step_type) -> DIAYNLossInfo:
+        """Per row ``[N]``: :math:`-\\log q_\\phi(z|s)` (or the squared error), 0 at FIRST."""
         prediction = self.discriminate(observation)
-        valid = inputs.step_type != StepType.FIRST
+        valid = step_type != StepType.FIRST
         if self._discrete:
-            target = skill.argmax(-1)
             loss = torch.nn.functional.cross_entropy(prediction, target, reduction="none")
             correct = (prediction.argmax(-1) == target) & valid
         else:
-            loss = (prediction - skill).square().sum(-1)
+            loss = (prediction - target).square().sum(-1)
             correct = ()
         return DIAYNLossInfo(loss=loss * valid.to(loss.dtype), correct=correct, valid=valid)
 
-    def rollout_step(self, inputs: TimeStep, state) -> AlgStep:
-        """The raw reward :math:`\\log q_\\phi(z|s_t) + \\log K` of each row (0 at FIRST;
-        continuous skills: :math:`-\\lVert \\hat z(s_t) - z\\rVert^2`), recorded as
-        ``info.reward``."""
-        with torch.no_grad():
-            losses = self._losses(inputs)
+    @torch.no_grad()
+    def _reward(self, observation, target, step_type) -> torch.Tensor:
+        """The raw reward ``[N]`` of each row (module doc): :math:`\\log q_\\phi(z|s_t) +
+        \\log K`, or :math:`-\\lVert \\hat z(s_t) - z\\rVert^2`; 0 at FIRST."""
+        losses = self._losses(observation, target, step_type)
         reward = -losses.loss
         if self._discrete:
             reward = (reward + math.log(self._skill_dim)) * losses.valid.to(reward.dtype)
-        return AlgStep(output=reward, state=state, info=DIAYNInfo(reward=reward))
+        return reward
+
+    def rollout_step(self, inputs: TimeStep, state) -> AlgStep:
+        """The raw reward of each row with the discriminator of now (``_reward``), recorded
+        as ``info.reward`` with the skill acted with (``info.skill``)."""
+        observation, skill = inputs.observation
+        target = self._target(skill)
+        reward = self._reward(observation, target, inputs.step_type)
+        return AlgStep(output=reward, state=state, info=DIAYNInfo(reward=reward, skill=target))
 
     def intrinsic_reward(self, time_step, rollout_info, update_statistics: bool = True):
-        """The (optionally normalized) reward; also merges these rows' observations into
-        the observation statistics (the learner's: every layout agrees)."""
+        """The reward of rows ``[T, B]``: with ``recompute_reward``, computed by the
+        discriminator of now from the rows' observations and recorded skills, else the one
+        recorded at rollout; then normalized if ``reward_adapt_speed`` is set. Also merges
+        these rows' observations into the observation statistics (the learner's: every
+        layout agrees)."""
+        observation = _observation_part(time_step.observation)
         if update_statistics and self._observation_normalizer is not None:
-            self._observation_normalizer.update(_observation_part(time_step.observation))
+            self._observation_normalizer.update(observation)
+        if self._recompute_reward:
+            shape = time_step.step_type.shape
+            flat = nest.map_structure(lambda x: x.flatten(0, 1), observation)
+            reward = self._reward(
+                flat, rollout_info.skill.flatten(0, 1), time_step.step_type.flatten(0, 1)
+            )
+            rollout_info = rollout_info._replace(reward=reward.reshape(shape))
         return super().intrinsic_reward(time_step, rollout_info, update_statistics)
 
     def train_step(self, inputs: TimeStep, state, rollout_info) -> AlgStep:
         """The discriminator's per-row loss ``[N]`` with gradient (``DIAYNLossInfo``)."""
-        return AlgStep(state=state, info=self._losses(inputs))
+        observation, skill = inputs.observation
+        losses = self._losses(observation, self._target(skill), inputs.step_type)
+        return AlgStep(state=state, info=losses)
 
     def calc_loss(self, info: DIAYNLossInfo) -> LossInfo:
         """The discriminator's loss on every row ``[T, B]`` (0 at FIRST rows); for discrete

@@ -98,9 +98,31 @@ def test_reward_is_log_q_minus_log_p_and_zero_at_first():
     # row 0's: logits (-1.4, 0.05, 0.8), z = 2
     row0 = 0.8 - math.log(math.exp(-1.4) + math.exp(0.05) + math.exp(0.8)) + math.log(3)
     assert math.isclose(expected[0], row0, abs_tol=1e-6)
-    # unnormalized by default (the paper's): the module passes the recorded reward on
-    rows = DIAYNInfo(reward=step.output.reshape(2, 2))
-    assert torch.equal(alg.intrinsic_reward(None, rows), rows.reward)
+    assert step.info.skill.tolist() == SKILLS
+
+
+def test_reward_of_replayed_rows_is_the_discriminator_of_now_or_the_recorded_one():
+    batch = _hand_batch()
+    rows = TimeStep(
+        step_type=batch.step_type.reshape(2, 2),
+        observation=batch.observation[0].reshape(2, 2, 2),  # the env's observation
+    )
+    log_q = _hand_log_q()
+    expected = torch.tensor([log_q[0], log_q[1], -math.log(3), log_q[3]]) + math.log(3)
+    expected[2] = 0.0  # FIRST
+    now = _hand_discriminator()
+    recorded = now.rollout_step(batch, ()).info
+    recorded = DIAYNInfo(reward=torch.full((2, 2), 7.0), skill=recorded.skill.reshape(2, 2))
+    # the paper's: computed when trained on, by the discriminator of then (unnormalized)
+    assert torch.allclose(now.intrinsic_reward(rows, recorded), expected.reshape(2, 2), atol=1e-6)
+    (layer,) = now._discriminator_net._fc_layers
+    with torch.no_grad():
+        layer._weight.zero_()
+        layer._bias.zero_()  # q = 1/3 for every skill: no reward
+    assert torch.equal(now.intrinsic_reward(rows, recorded), torch.zeros(2, 2))
+    # ALF's: the reward recorded at rollout
+    old = _hand_discriminator(recompute_reward=False)
+    assert torch.equal(old.intrinsic_reward(rows, recorded), recorded.reward)
 
 
 def test_loss_is_the_cross_entropy_averaged_over_every_row():
@@ -119,9 +141,9 @@ def test_loss_is_the_cross_entropy_averaged_over_every_row():
 
 
 def test_reward_normalization_when_asked():
-    alg = _hand_discriminator(reward_adapt_speed=8.0)
+    alg = _hand_discriminator(reward_adapt_speed=8.0, recompute_reward=False)
     reward = torch.tensor([[1.0, 3.0], [5.0, 7.0]])
-    out = alg.intrinsic_reward(None, DIAYNInfo(reward=reward))
+    out = alg.intrinsic_reward(TimeStep(), DIAYNInfo(reward=reward))
     assert abs(float(out.mean())) < 1e-5
     assert math.isclose(float(out.std(unbiased=False)), 1.0, rel_tol=1e-4)
 
@@ -230,11 +252,17 @@ def test_agent_composes_sac_goal_generator_and_diayn():
         # built with [observation, goal]: the discriminator reads the position only
         assert diayn._discriminator_net.input_tensor_spec == TensorSpec((2,))
         assert diayn._observation_normalizer is not None
-        # the RL algorithm is trained on the intrinsic reward alone
-        ts = TimeStep(reward=torch.full((2, 2), 5.0), observation=torch.zeros(2, 2, 2))
-        reward = torch.tensor([[0.5, -1.0], [0.0, 2.0]])
-        composed = agent.compose_reward(ts, AgentInfo(irm=DIAYNInfo(reward=reward)))
-        assert torch.equal(composed, reward)
+        # the RL algorithm is trained on the intrinsic reward alone, of the discriminator
+        # of now (the recorded reward is not used)
+        positions = torch.tensor([[[0.3, -0.2], [-0.9, 0.5]], [[0.1, 0.1], [0.7, 0.0]]])
+        step_type = torch.full((2, 2), StepType.MID, dtype=torch.int32)
+        ts = TimeStep(step_type=step_type, reward=torch.full((2, 2), 5.0), observation=positions)
+        info = DIAYNInfo(reward=torch.full((2, 2), 9.0), skill=torch.tensor([[0, 1], [2, 0]]))
+        composed = agent.compose_reward(ts, AgentInfo(irm=info))
+        expected = diayn._reward(
+            positions.flatten(0, 1), info.skill.flatten(), step_type.flatten()
+        ).reshape(2, 2)
+        assert torch.allclose(composed, expected) and not torch.equal(composed, info.reward)
     finally:
         env.close()
 
@@ -298,20 +326,21 @@ def _learn(num_of_skills, iterations, seed=0, intrinsic_reward_coef=1.0):
 
 
 def test_skills_become_distinguishable():
-    """4 skills, 1,200 iterations (4,800 env steps, about 15 s): the discriminator tells the
-    deterministic skills apart far above chance (1/4). Seed 0 measured [1.0, 0.97, 0.83, 0.0]
-    (mean 0.70); with the intrinsic reward off (``intrinsic_reward_coef=0``) every state goes
-    to one skill: [0, 1, 0, 0] (mean 0.25)."""
-    accuracy = _learn(num_of_skills=4, iterations=1200)
-    assert sum(accuracy) / 4 >= 0.5, accuracy
-    assert sum(a >= 0.8 for a in accuracy) >= 2, accuracy
+    """4 skills, 1,000 iterations (4,000 env steps, about 10 s): the discriminator tells the
+    deterministic skills apart far above chance (1/4). Seeds 0, 1, 2 measured
+    [1.0, 0.97, 0.87, 0.97], [1.0, 1.0, 0.9, 1.0], [0.93, 1.0, 0.83, 1.0]; with the intrinsic
+    reward off (``intrinsic_reward_coef=0``) every state goes to one skill: [1, 0, 0, 0]
+    (mean 0.25)."""
+    accuracy = _learn(num_of_skills=4, iterations=1000)
+    assert sum(accuracy) / 4 >= 0.75, accuracy
+    assert sum(a >= 0.8 for a in accuracy) >= 3, accuracy
 
 
 @pytest.mark.slow
 def test_six_skills_are_learned_slow():
-    """6 skills, 4,000 iterations (16,000 env steps, about 65 s): at least 4 skills are told
-    apart with accuracy >= 0.9. Seed 0 measured [1.0, 0.97, 1.0, 1.0, 1.0, 1.0]."""
-    accuracy = _learn(num_of_skills=6, iterations=4000)
+    """6 skills, 3,000 iterations (12,000 env steps, about 60-110 s): at least 4 skills are
+    told apart with accuracy >= 0.9. Seed 0 measured [0.97, 1.0, 1.0, 1.0, 1.0, 1.0]."""
+    accuracy = _learn(num_of_skills=6, iterations=3000)
     assert sum(a >= 0.9 for a in accuracy) >= 4, accuracy
 
 
