@@ -30,6 +30,7 @@ _EXPORTS = {
         "create_data_transformer",
     ),
     "ddpg_algorithm": ("DdpgAlgorithm", "Td3Algorithm"),
+    "diayn_algorithm": ("DIAYNAlgorithm", "create_discrete_skill_spec"),
     "dqn_algorithm": ("DqnAlgorithm",),
     "dsac_algorithm": ("DSacAlgorithm",),
     "entropy_target_algorithm": ("EntropyTargetAlgorithm", "SGDEntropyTargetAlgorithm"),
