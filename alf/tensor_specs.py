@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+import alf
 import alf.nest as nest
 
 _TORCH_TO_NUMPY = {
@@ -53,6 +54,7 @@ def _outer_shape(outer_dims) -> tuple:
     return tuple(outer_dims)
 
 
+@alf.configurable
 class TensorSpec:
     """Shape and dtype of a tensor (without batch dimensions).
 
@@ -159,6 +161,7 @@ class TensorSpec:
         return tuple(np.shape(value)) == self._full_shape(outer_dims)
 
 
+@alf.configurable
 class BoundedTensorSpec(TensorSpec):
     """A ``TensorSpec`` with elementwise inclusive bounds.
 

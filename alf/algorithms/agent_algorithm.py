@@ -308,7 +308,8 @@ class AgentAlgorithm(RLAlgorithm):
         if summarize:
             alf.summary.scalar("reward/extrinsic", time_step.reward.float().mean())
         if self._irm is not None:
-            intrinsic = self._irm.intrinsic_reward(time_step, info.irm)
+            seen = time_step._replace(observation=self._module_observation(time_step, info))
+            intrinsic = self._irm.intrinsic_reward(seen, info.irm)
             reward = reward + self._intrinsic_reward_coef * intrinsic
             if summarize:
                 alf.summary.scalar("reward/intrinsic", intrinsic.float().mean())
@@ -319,6 +320,22 @@ class AgentAlgorithm(RLAlgorithm):
         if summarize:
             alf.summary.scalar("reward/overall", reward.float().mean())
         return reward
+
+    @torch.no_grad()
+    def _module_observation(self, time_step: TimeStep, info: AgentInfo):
+        """The observation ``[T, B, ...]`` the intrinsic reward module saw at rollout: the
+        representation (recomputed), with the recorded goal appended."""
+        observation = time_step.observation
+        if self._representation_learner is not None:
+            shape = time_step.step_type.shape[:2]
+            flat_step, flat_info = nest.map_structure(
+                lambda x: x.flatten(0, 1), (time_step, info.repr)
+            )
+            output = self._representation_learner.train_step(flat_step, (), flat_info).output
+            observation = nest.map_structure(functools.partial(_unflatten, shape=shape), output)
+        if self._goal_generator is not None:
+            observation = [observation, self._goal_generator.recorded_goal(info.goal_generator)]
+        return observation
 
     def preprocess_experience(self, experience: Experience) -> Experience:
         """The composed reward (``compose_reward``), then the RL algorithm's own

@@ -21,7 +21,7 @@ from alf.algorithms.diayn_algorithm import (
     DIAYNInfo,
     create_discrete_skill_spec,
 )
-from alf.algorithms.goal_generator import RandomCategoricalGoalGenerator
+from alf.algorithms.goal_generator import GoalInfo, RandomCategoricalGoalGenerator
 from alf.algorithms.sac_algorithm import SacAlgorithm, SquashedNormalActorNetwork
 from alf.algorithms.td_loss import OneStepTDLoss
 from alf.data_structures import StepType, TimeStep
@@ -258,7 +258,8 @@ def test_agent_composes_sac_goal_generator_and_diayn():
         step_type = torch.full((2, 2), StepType.MID, dtype=torch.int32)
         ts = TimeStep(step_type=step_type, reward=torch.full((2, 2), 5.0), observation=positions)
         info = DIAYNInfo(reward=torch.full((2, 2), 9.0), skill=torch.tensor([[0, 1], [2, 0]]))
-        composed = agent.compose_reward(ts, AgentInfo(irm=info))
+        goal = GoalInfo(goal=torch.nn.functional.one_hot(info.skill, 3).float())
+        composed = agent.compose_reward(ts, AgentInfo(irm=info, goal_generator=goal))
         expected = diayn._reward(
             positions.flatten(0, 1), info.skill.flatten(), step_type.flatten()
         ).reshape(2, 2)
