@@ -16,7 +16,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 PACKAGES = {
     "alf": 12,
-    "alf.algorithms": 57,
+    "alf.algorithms": 59,
     "alf.data_structures": 10,
     "alf.environments": 28,
     "alf.layers": 39,
