@@ -9,6 +9,12 @@ reward and discount (CartPole pays 1 every step, so it is the discount, 0 where 
 fell, that carries information), and :math:`\\hat z_t` to point like :math:`z_t`
 (self-prediction). ``Agent.optimizer`` (the base conf's Adam) trains both.
 ``--conf_param Agent.representation_learner_cls=None`` gives back the base conf's PPO.
+
+Measured (seeds 0-2, the full 100,000 env steps, evaluation every 20 iterations): the
+first evaluation (5,120 steps) 319, 136, 500 (PPO alone: 156, 123, 234), the last 467,
+500, 500 (PPO alone: 500, 500, 488). The learner trains in each of PPO's 20 updates per
+iteration: one core's CPU time per env step is about 2.5 times PPO alone's (382-411 µs
+against 149-160 µs, 40 iterations after 2 of warm-up, ``benchmarks/harness/steady.py``).
 """
 
 import functools

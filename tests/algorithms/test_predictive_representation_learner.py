@@ -166,13 +166,16 @@ def test_target_encoder_is_a_moving_average():
     before = target.clone()
     learner.after_update(None, None)
     assert torch.allclose(target, 0.75 * before + 0.25 * online)
-    # the latent target is the target encoder's: z_bar = o, z = o + 4 (z_hat from o_prev)
+    # online encoder e(o) = (I + 4 J) o, target encoder (I + J) o (J: all ones); so
+    # z_hat = e(o_prev) + one_hot(a_prev) and z_bar = o + (o_0 + o_1) (1, 1)
     time_step, info = _hand_rows()
     loss = learner.train_step(time_step, (), info).info.extra["latent_prediction"]
-    learner_tau1 = _hand_learner()
-    assert not torch.allclose(
-        loss, learner_tau1.train_step(time_step, (), info).info.extra["latent_prediction"]
-    )
+    o, o_prev = time_step.observation, info.prev_observation
+    z_hat = o_prev + 4 * o_prev.sum(-1, keepdim=True) + torch.eye(2)[time_step.prev_action]
+    z_bar = o + o.sum(-1, keepdim=True)
+    cosine = (z_hat * z_bar).sum(-1) / (z_hat.norm(dim=-1) * z_bar.norm(dim=-1))
+    expected = (2 - 2 * cosine) * torch.tensor([0.0, 1.0, 1.0, 1.0])  # FIRST row masked
+    assert torch.allclose(loss, expected, atol=1e-6)
 
 
 def test_refused_arguments_name_them():
@@ -263,6 +266,30 @@ def test_agent_trains_the_learner_and_ppo_sees_the_latent():
             assert any(
                 not torch.equal(before[k], after[k]) for k in before if k.startswith(prefix)
             ), prefix
+    finally:
+        env.close()
+
+
+def test_agent_moves_the_target_encoder_after_each_update():
+    env = _cart_pole(4, seed=0)
+    try:
+        learner = functools.partial(
+            PredictiveRepresentationLearner,
+            latent_prediction_loss_weight=1.0,
+            target_update_tau=0.5,
+        )
+        alg = _agent(env, seed=0, learner=learner)
+        target = alg.representation_learner._target_encoding_net
+        online = alg.representation_learner._encoding_net
+        start = [p.detach().clone() for p in target.parameters()]
+        updates = []
+        after_update = alg.representation_learner.after_update
+        alg.representation_learner.after_update = lambda *a: (updates.append(1), after_update(*a))
+        alg.train_iter()
+        assert len(updates) == 2 * 2  # 2 epochs of 2 minibatches (64 rows, 32 each)
+        moved = [not torch.equal(a, b) for a, b in zip(start, target.parameters())]
+        same = [torch.equal(a, b) for a, b in zip(online.parameters(), target.parameters())]
+        assert all(moved) and not any(same)
     finally:
         env.close()
 
