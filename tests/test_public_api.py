@@ -16,7 +16,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 PACKAGES = {
     "alf": 12,
-    "alf.algorithms": 60,
+    "alf.algorithms": 62,
     "alf.data_structures": 10,
     "alf.environments": 29,
     "alf.layers": 39,

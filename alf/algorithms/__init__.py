@@ -46,6 +46,7 @@ _EXPORTS = {
     "on_policy_algorithm": ("OnPolicyAlgorithm",),
     "ppo_algorithm": ("PPOAlgorithm",),
     "ppo_loss": ("PPOLoss",),
+    "predictive_representation_learner": ("PredictiveRepresentationLearner", "SimpleDecoder"),
     "qrdqn_algorithm": ("QrdqnAlgorithm",),
     "qrsac_algorithm": ("QrsacAlgorithm",),
     "redq_algorithm": ("RedqAlgorithm",),
