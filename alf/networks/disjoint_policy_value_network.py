@@ -13,11 +13,12 @@ head reads the policy encoder's output through a stop-gradient, so no value loss
 moves the shared encoder (OpenAI's implementation detaches it in both phases; the
 auxiliary value head is what trains the encoder on values).
 
-``forward`` gives ``((action distribution, value, aux value), ())``; ``policy_network``
-and ``value_network`` are the whole policy and value functions from observations (views
-holding this network's modules, not copies), and ``encode`` with the heads
-``policy_network`` / ``value_network`` unwrap to is what ``PPGAlgorithm`` runs in its
-policy phase: with a shared encoder, the observation is encoded once per step.
+``forward`` gives ``((action distribution, value, aux value), ())``. ``policy_network``
+and ``value_network`` are the policy and the value function from observations: views
+holding this network's modules, not copies. With a shared encoder they are
+``EncoderHeadNetwork``s, so ``PPGAlgorithm``'s policy phase runs ``encode`` once per step
+and each head on its output; without, ``encode`` is the identity and each view encodes
+for itself.
 """
 
 from __future__ import annotations
