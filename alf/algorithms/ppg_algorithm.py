@@ -44,7 +44,7 @@ import alf
 import alf.nest as nest
 import alf.summary
 from alf.algorithms.algorithm import Algorithm
-from alf.algorithms.ppg_aux_phase_loss import PPGAuxInfo, PPGAuxPhaseLoss
+from alf.algorithms.ppg_aux_phase_loss import PPGAuxInfo, PPGAuxPhaseLoss, PPGAuxPhaseLossInfo
 from alf.algorithms.ppo_algorithm import PPOAlgorithm
 from alf.algorithms.ppo_loss import PPOLoss
 from alf.data_structures import Experience, StepType, TimeStep
@@ -236,17 +236,16 @@ class PPGAlgorithm(PPOAlgorithm):
         data = nest.map_structure(lambda *xs: torch.cat(xs, dim=1), *chunks)
         opts = self._aux_options
         sequences = split_sequences(data, opts.mini_batch_length)
-        totals, count = None, 0
+        totals, count = 0.0, 0
         for _ in range(opts.num_updates_per_train_iter):
             for mini_batch in shuffled_mini_batches(sequences, opts.mini_batch_size):
-                terms = self._aux_update(mini_batch)
-                totals = terms if totals is None else [a + b for a, b in zip(totals, terms)]
+                totals = totals + self._aux_update(mini_batch)
                 count += 1
         self.num_aux_phases += 1
         self.num_aux_updates += count
-        if alf.summary.should_record_summaries() and count:
+        if alf.summary.should_record_summaries():
             alf.summary.scalar("ppg_aux/num_updates", count)
-            for field, total in zip(("td_loss_actual", "td_loss_aux", "policy_kl_loss"), totals):
+            for field, total in zip(PPGAuxPhaseLossInfo._fields, totals.tolist()):
                 alf.summary.scalar(f"ppg_aux/{field}", total / count)
 
     def _with_old_policy(self, chunk: Experience) -> Experience:
@@ -261,9 +260,9 @@ class PPGAlgorithm(PPOAlgorithm):
         )
         return chunk._replace(rollout_info=chunk.rollout_info._replace(old_policy=params))
 
-    def _aux_update(self, mini_batch: Experience) -> list[float]:
+    def _aux_update(self, mini_batch: Experience) -> torch.Tensor:
         """One gradient step of ``aux_optimizer`` on ``mini_batch`` ``[L, b]`` (LAST steps
-        masked out); returns the mean of each loss term."""
+        masked out); returns the means of the loss terms ``[3]`` (on the device)."""
         flat = nest.map_structure(lambda x: x.flatten(0, 1), mini_batch)
         valid = flat.time_step.step_type != StepType.LAST
         amp = self._mixed_precision
@@ -273,8 +272,8 @@ class PPGAlgorithm(PPOAlgorithm):
             else:
                 _, loss_info = amp.forward(self._aux_loss_of, flat)
             self._aux_updater.update_with_gradient(loss_info, valid)
-        count = valid.sum().clamp(min=1)
-        return [float((x.detach() * valid).sum() / count) for x in loss_info.extra]
+        terms = torch.stack([x.detach() for x in loss_info.extra])
+        return (terms * valid).sum(1) / valid.sum().clamp(min=1)
 
     def _aux_loss_of(self, flat: Experience):
         (dist, value, aux), _ = self._network(flat.time_step.observation, require_aux=True)
