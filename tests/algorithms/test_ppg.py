@@ -9,6 +9,7 @@ import pytest
 import torch
 import torch.distributions as td
 
+import alf
 from alf.algorithms.config import TrainerConfig
 from alf.algorithms.ppg_algorithm import PPGAlgorithm, PPGAuxOptions
 from alf.algorithms.ppg_aux_phase_loss import PPGAuxInfo, PPGAuxPhaseLoss, _kl
@@ -274,6 +275,31 @@ def test_network_heads_and_which_losses_reach_the_encoders(shared):
     num_encoders = 1 if shared else 2
     assert sum(isinstance(m, EncodingNetwork) for m in net.modules()) == num_encoders
     assert len(net.state_dict()) == len(list(net.parameters()))
+
+
+def test_shared_encoder_configured_by_name_encodes_once_per_step_and_trains():
+    """ALF's ``DisjointPolicyValueNetwork.is_sharing_encoder=True``: one encoder; the policy
+    phase runs it once per step and per minibatch (the heads read its output); the
+    auxiliary phase runs after 2 iterations."""
+    alf.reset_configs()
+    alf.config("DisjointPolicyValueNetwork", is_sharing_encoder=True)
+    try:
+        options = PPGAuxOptions(interval=2, mini_batch_size=4, num_updates_per_train_iter=1)
+        seeding.set_random_seed(0)
+        env = counting_env(num_envs=4, seed=0)
+        alg = _algorithm(env, options)
+        encoder = alg.network._actor_encoder
+        calls = []
+        encoder.register_forward_hook(lambda module, args, out: calls.append(args[0].shape[0]))
+        for _ in range(2):
+            alg.train_iter()
+        env.close()
+    finally:
+        alf.reset_configs()
+    assert alg.network.is_sharing_encoder and alg.num_aux_phases == 1
+    # 10 unrolled steps and the bootstrap row of the 4 envs, then minibatches of 20 steps
+    assert calls[:13] == [4] * 11 + [20, 20]
+    assert sum(isinstance(m, EncodingNetwork) for m in alg.modules()) == 1
 
 
 def test_network_with_a_nest_of_discrete_and_continuous_actions():
