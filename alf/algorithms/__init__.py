@@ -44,6 +44,8 @@ _EXPORTS = {
     "oac_algorithm": ("OacAlgorithm",),
     "off_policy_algorithm": ("OffPolicyAlgorithm",),
     "on_policy_algorithm": ("OnPolicyAlgorithm",),
+    "ppg_algorithm": ("PPGAlgorithm", "PPGAuxOptions"),
+    "ppg_aux_phase_loss": ("PPGAuxPhaseLoss",),
     "ppo_algorithm": ("PPOAlgorithm",),
     "ppo_loss": ("PPOLoss",),
     "predictive_representation_learner": ("PredictiveRepresentationLearner", "SimpleDecoder"),

@@ -26,6 +26,7 @@ With ``mirror_loss_coeff`` :math:`c_M > 0` and an env ``mirror``,
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -74,6 +75,10 @@ class PPOLoss(ActorCriticLoss):
             extra is computed.
         mirror: the env's ``Mirror`` (the one given to its ``MirrorWrapper``); needed
             when ``mirror_loss_coeff > 0``.
+        compute_advantages_internally: ALF's: compute the advantages per minibatch in
+            the loss, to save memory. alf always computes them once per unroll before the
+            minibatches, with the bootstrap row (ALF's values when each minibatch holds
+            whole unrolls, as in ALF's PPG confs); True is accepted with a warning.
         debug_summaries: extra summaries.
         name: name in summaries.
     """
@@ -91,9 +96,16 @@ class PPOLoss(ActorCriticLoss):
         value_clipping: float | None = None,
         mirror_loss_coeff: float = 0.0,
         mirror: Mirror | None = None,
+        compute_advantages_internally: bool = False,
         debug_summaries: bool = False,
         name: str = "PPOLoss",
     ):
+        if compute_advantages_internally:
+            logging.warning(
+                "%s.compute_advantages_internally=True has no effect in alf: the advantages "
+                "are computed once per unroll, before the minibatches",
+                name,
+            )
         super().__init__(
             gamma=gamma,
             td_error_loss_fn=td_error_loss_fn,

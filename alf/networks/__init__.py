@@ -11,6 +11,7 @@ from alf.networks.cells import GRUCell, LSTMCell
 from alf.networks.containers import Branch, Echo, Parallel, Residue, Sequential
 from alf.networks.critic_networks import CriticNetwork
 from alf.networks.critic_quantile_networks import CriticQuantileNetwork
+from alf.networks.disjoint_policy_value_network import DisjointPolicyValueNetwork
 from alf.networks.encoding_networks import EncodingNetwork, NestConcat
 from alf.networks.image_networks import ImageDecodingNetwork, ImageEncodingNetwork
 from alf.networks.latent_actor_networks import (
@@ -58,6 +59,7 @@ __all__ = [
     "CategoricalProjectionNetwork",
     "CriticNetwork",
     "CriticQuantileNetwork",
+    "DisjointPolicyValueNetwork",
     "EncodingNetwork",
     "ImageDecodingNetwork",
     "ImageEncodingNetwork",

@@ -165,3 +165,30 @@ def test_alf_style_ppo_solves_cart_pole_the_same_way_for_its_seed(tmp_path):
     assert [s for s, _ in returns[0]] == [50, 100, 150, 200]
     assert returns[0][-1][1] >= 195.0
     assert returns[0] == returns[1]
+
+
+def test_ppg_conf_with_the_settings_and_imports_of_alf_ppg_cart_pole_conf(tmp_path):
+    """ALF's PPG conf as written (``alf.examples.ppg_conf``, ``PPGAuxOptions``,
+    ``compute_advantages_internally``) for 8 iterations: the auxiliary phase runs once, at
+    iteration 8, with 3 epochs of 64 unrolls in minibatches of 8: 24 updates."""
+    root = tmp_path / "ppg"
+    result = _train(
+        "ppg_cart_pole_conf.py",
+        root,
+        "TrainerConfig.num_iterations=8",
+        "TrainerConfig.summary_interval=1",
+        "TrainerConfig.eval_interval=4",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "ckpt-8.pt" in _checkpoints(root)
+    assert [s for s, _ in _scalars(root / "eval", "Metrics/AverageReturn")] == [4, 8]
+    # (a training summary's step counts the iterations before its own)
+    assert _scalars(root / "train", "ppg_aux/num_updates") == [(7, 24.0)]
+    assert "compute_advantages_internally=True has no effect in alf" in result.stderr
+    state = _algorithm_state(root, "ckpt-8.pt")
+    assert tuple(state["_network._actor_encoder._fc_layers.0._weight"].shape) == (100, 4)
+    assert "_aux_optimizers.0" in state
+    config = (root / "alf_config.py").read_text()
+    assert "rl_algorithm_cls=alf.algorithms.ppg_algorithm.PPGAlgorithm" in config
+    play = _run("alf.bin.play", "--root_dir", str(root), "--num_episodes", "1")
+    assert play.returncode == 0, play.stderr[-3000:]

@@ -12,7 +12,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "alf", "examples")
 #: ALF-style base confs: they set no environment (DDPG's would fail on the default
 #: CartPole); the confs of tests/confs/alf_style build on them (test_alf_style_confs.py).
-BASE_CONFS = {"ppo_conf.py", "sac_conf.py", "ddpg_conf.py", "ppo.gin", "sac.gin"}
+BASE_CONFS = {"ppo_conf.py", "ppg_conf.py", "sac_conf.py", "ddpg_conf.py", "ppo.gin", "sac.gin"}
 CONFS = sorted(
     os.path.basename(p)
     for p in glob.glob(os.path.join(EXAMPLES, "*_conf.py"))
