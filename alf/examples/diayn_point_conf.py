@@ -9,9 +9,9 @@ An ``Agent`` composes SAC with a ``RandomCategoricalGoalGenerator`` (a one-hot s
 trained on :math:`\\log q(z|s_t) - \\log p(z)` alone (``extrinsic_reward_coef=0``).
 
     python -m alf.bin.train --conf alf/examples/diayn_point_conf.py --root_dir ~/runs/diayn
-    python -m benchmarks.diayn_skills --root_dir ~/runs/diayn --png /tmp/skills.png
+    python -m alf.examples.diayn_skills --root_dir ~/runs/diayn --png /tmp/skills.png
 
-``benchmarks/diayn_skills.py`` plays each skill and prints the discriminator's accuracy per
+``alf/examples/diayn_skills.py`` plays each skill and prints the discriminator's accuracy per
 skill (``benchmarks/results/diayn_point.json`` has a seeded run's). There is no return to
 evaluate: ``evaluate=False``. Small networks (64x64) and lr 1e-3 keep the run to a few
 minutes on one CPU core.

@@ -27,12 +27,12 @@ from alf.algorithms.td_loss import OneStepTDLoss
 from alf.data_structures import StepType, TimeStep
 from alf.environments import suite_gym
 from alf.environments.utils import create_environment
+from alf.examples.diayn_skills import play_skills, skill_accuracy
 from alf.networks.critic_networks import CriticNetwork
 from alf.networks.encoding_networks import EncodingNetwork
 from alf.optimizers import Adam
 from alf.tensor_specs import TensorSpec
 from alf.utils import seeding
-from benchmarks.diayn_skills import play_skills, skill_accuracy
 from tests.algorithms.algorithm_test_utils import parameters_of
 
 POINT_MASS = "alf.environments.point_mass_env:PointMass-v0"
@@ -364,9 +364,9 @@ def test_alf_style_diayn_gin_trains_and_checkpoints(tmp_path):
     overall = _scalars(root / "train", "reward/overall")
     assert intrinsic and intrinsic == overall
     assert _scalars(root / "train", "loss/DIAYNAlgorithm/accuracy")
-    # benchmarks/diayn_skills.py plays each skill of the run and plots them
+    # alf/examples/diayn_skills.py plays each skill of the run and plots them
     png = tmp_path / "skills.png"
-    args = ["benchmarks.diayn_skills", "--root_dir", str(root), "--png", str(png)]
+    args = ["alf.examples.diayn_skills", "--root_dir", str(root), "--png", str(png)]
     play = _run(*args, "--episodes", "1")
     assert play.returncode == 0, play.stderr[-3000:]
     result = json.loads(play.stdout.strip().splitlines()[-1])

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from benchmarks import alf_ab, floor_compare, gpu_throughput, vs_sb3
+from benchmarks import alf_ab, alf_confs, floor_compare, gpu_throughput, vs_sb3
 from benchmarks.harness import report
 from benchmarks.harness.interleave import Turns
 from benchmarks.tasks import TASKS
@@ -130,6 +130,8 @@ def test_tqc_task_builds_sb3_contribs_tqc_with_the_confs_settings():
 def _render(name: str, key: str, record: dict) -> str:
     if name == "alf_ab":
         return alf_ab.markdown(record)
+    if name == "alf_confs":
+        return alf_confs.markdown(record)
     if name == "floor_compare":
         return floor_compare.markdown(record)
     if name == "gpu_check":

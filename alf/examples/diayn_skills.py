@@ -1,7 +1,7 @@
 """Play each DIAYN skill of a trained run, measure how well its discriminator tells them
 apart, and plot the skills' trajectories (x, y) on a 2-D task such as ``PointMass-v0``.
 
-    python -m benchmarks.diayn_skills --root_dir ~/runs/diayn_point --png /tmp/skills.png
+    python -m alf.examples.diayn_skills --root_dir ~/runs/diayn_point --png /tmp/skills.png
 
 Each skill ``k`` is played for ``--episodes`` episodes with the deterministic policy
 (``RandomCategoricalGoalGenerator.set_fixed_goal(k)``); a skill's accuracy is the fraction
