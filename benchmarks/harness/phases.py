@@ -1,10 +1,11 @@
 """Where the time of a training run goes: rollout, update and bookkeeping.
 
-The hand-written floors (``floor_ppo.py``, ``floor_sac.py``), alf and SB3 (``split.py``) each
-report a ``result(...)`` record, which ``floor_compare.py`` puts side by side. rollout: choosing
-actions, stepping the envs, numpy/torch conversions (and alf's data transformers); update:
-storing, sampling or minibatching, returns and advantages, forward, backward, optimizer steps,
-target networks; bookkeeping: episode statistics, summaries, checkpoints and the loop itself.
+The hand-written floors (``floor_ppo.py``, ``floor_sac.py``) each report a ``result(...)``
+record (the driver that timed alf and SB3 the same way and put them side by side is in git
+history: ``git show 10f8ff4:benchmarks/floor_compare.py``). rollout: choosing actions, stepping
+the envs, numpy/torch conversions (and alf's data transformers); update: storing, sampling or
+minibatching, returns and advantages, forward, backward, optimizer steps, target networks;
+bookkeeping: episode statistics, summaries, checkpoints and the loop itself.
 ``PhaseClock`` measures exclusive time through nested calls; the floors time inline.
 """
 

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from benchmarks import alf_ab, alf_confs, floor_compare, gpu_throughput, vs_sb3
+from benchmarks import alf_ab, alf_confs, gpu_throughput, vs_sb3
 from benchmarks.harness import report
 from benchmarks.harness.interleave import Turns
 from benchmarks.tasks import TASKS
@@ -132,8 +132,6 @@ def _render(name: str, key: str, record: dict) -> str:
         return alf_ab.markdown(record)
     if name == "alf_confs":
         return alf_confs.markdown(record)
-    if name == "floor_compare":
-        return floor_compare.markdown(record)
     if name == "gpu_check":
         return gpu_throughput.markdown(record)
     render = vs_sb3.steady_markdown if key.startswith("steady") else vs_sb3.markdown
@@ -147,7 +145,7 @@ def _results_md() -> str:
 
 def test_results_blocks_regenerate_from_json():
     blocks = BLOCK.findall(_results_md())
-    assert len(blocks) >= 15
+    assert len(blocks) >= 14
     for name, key, body in blocks:
         record = report.read_json(f"{report.RESULTS_DIR}/{name}.json")[key]
         assert _render(name, key, record) == body, f"{name}:{key}"
