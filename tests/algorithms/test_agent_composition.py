@@ -285,3 +285,24 @@ def test_parts_with_a_train_state_are_refused():
             _agent(env, intrinsic_reward_module=Stateful)
     finally:
         env.close()
+
+
+def test_the_reward_module_after_a_representation_learner_sees_the_representation():
+    from alf.algorithms.predictive_representation_learner import PredictiveRepresentationLearner
+
+    env = counting_env(num_envs=2)
+    try:
+        agent = _agent(
+            env,
+            representation_learner_cls=PredictiveRepresentationLearner,
+            intrinsic_reward_module=functools.partial(RNDAlgorithm, reward_adapt_speed=8.0),
+        )
+        latent = agent.representation_learner.output_spec
+        rnd = agent.intrinsic_reward_module
+        assert agent.rl_algorithm.observation_spec == latent and latent.shape != OBS.shape
+        agent.train_iter()
+        # its statistics were merged from the latents of the 4 + 1 rows of 2 envs
+        (stats,) = rnd._observation_normalizer.statistics
+        assert stats.mean.shape == latent.shape and float(stats.count) == 10
+    finally:
+        env.close()
