@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import os
 
+import pytest
 import torch
 
+import alf
 from alf.utils.checkpoint_utils import Checkpointer
 from tests.bin.test_train_play import REPO, load_ckpt, scalar_tags, train
 from tests.samplers.conftest import (
@@ -31,6 +33,12 @@ CONF = os.path.join(REPO, "tests", "confs", "tiny_ppo_rnd_conf.py")
 #: rows whose observations one iteration merges into RND's statistics: 16 unrolled steps
 #: and the bootstrap row, of 2 envs
 ROWS_PER_ITERATION = 17 * 2
+
+
+@pytest.fixture(autouse=True)
+def _reset_configs():
+    yield
+    alf.reset_configs()  # the conf's values must not reach the tests that follow
 
 
 def _run(params, root_dir):
