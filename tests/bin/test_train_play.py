@@ -301,7 +301,8 @@ BAD_TRAIN_INPUTS = {
     ),
     "no_optimizer": (
         ["--conf_param", "PPOAlgorithm.optimizer=None"],
-        "PPOAlgorithm: the parameters of _actor_network, _value_network have no optimizer",
+        "PPOAlgorithm: the parameters of _actor_network (ActorDistributionNetwork), "
+        "_value_network (ValueNetwork) have no optimizer",
     ),
     "conf_param_the_conf_overrides": (  # the conf calls Adam(lr=...): lr is explicit there
         ["--conf_param", "Adam.lr=1e30"],
