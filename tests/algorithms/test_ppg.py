@@ -22,6 +22,7 @@ from alf.networks.rnn_networks import LSTMEncodingNetwork
 from alf.optimizers import Adam
 from alf.tensor_specs import BoundedTensorSpec, TensorSpec
 from alf.utils import seeding
+from alf.utils.schedulers import update_progress
 from tests.algorithms.algorithm_test_utils import counting_env, evaluate, parameters_of
 
 
@@ -342,8 +343,12 @@ def test_bad_settings_are_one_line_errors_naming_them():
 # -- learning --------------------------------------------------------------------------
 
 
-def _cart_pole_run(seed, num_iterations):
+def _cart_pole_run(seed, num_iterations, decay_lr: bool = False):
+    """PPG on CartPole for ``num_iterations``; ``decay_lr``: both learning rates decay
+    linearly to 0 over the run (the progress is given to the schedules here, as the
+    trainer gives it), so the last policy is the settled one."""
     seeding.set_random_seed(seed)
+    lr = [(0, 2e-3), (1, 0.0)] if decay_lr else 2e-3
     env = create_environment(
         env_name="CartPole-v1", num_parallel_environments=8, nonparallel=True, seed=seed
     )
@@ -359,13 +364,17 @@ def _cart_pole_run(seed, num_iterations):
         encoding_network_ctor=functools.partial(
             EncodingNetwork, fc_layer_params=(64, 64), activation=torch.tanh
         ),
-        policy_optimizer=Adam(lr=2e-3),
-        aux_optimizer=Adam(lr=2e-3),
+        policy_optimizer=Adam(lr=lr),
+        aux_optimizer=Adam(lr=lr),
         loss=PPOLoss(gamma=0.98, td_lambda=0.8, td_loss_weight=0.5),
         aux_loss=PPGAuxPhaseLoss(gamma=0.98, td_lambda=0.8),
     )
-    for _ in range(num_iterations):
-        alg.train_iter()
+    try:
+        for i in range(num_iterations):
+            update_progress(i, i * 256, i / num_iterations)
+            alg.train_iter()
+    finally:
+        update_progress(0, 0, 0.0)
     eval_env = create_environment(
         env_name="CartPole-v1", num_parallel_environments=4, nonparallel=True, seed=seed + 100
     )
@@ -377,10 +386,13 @@ def _cart_pole_run(seed, num_iterations):
 
 
 def test_ppg_learns_cart_pole():
-    """120 iterations, 30,720 env steps (about 4 s on one core): the deterministic
-    policy scores 500 (seeds 0-3: 500, 500, 449, 472); a random policy scores about 22."""
-    alg, score = _cart_pole_run(seed=0, num_iterations=120)
-    assert alg.num_aux_phases == 30
+    """200 iterations, 51,200 env steps, the learning rates decaying to 0 (about 7 s on one
+    core): the deterministic policy scores 500 on seeds 0-2 with this CPU's kernels and
+    AVX2's, 464 / 490 / 500 with the x86-64 baseline's; a random policy scores about 22.
+    (At 120 iterations and a constant rate the last policy still wobbles: 242 on seed 0
+    with the baseline kernels.)"""
+    alg, score = _cart_pole_run(seed=0, num_iterations=200, decay_lr=True)
+    assert alg.num_aux_phases == 50
     assert score >= 400, score
 
 
