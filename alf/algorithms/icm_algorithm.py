@@ -32,6 +32,7 @@ import torch.nn.functional as F
 
 import alf
 import alf.nest as nest
+import alf.summary
 from alf.algorithms.intrinsic_reward_module import IntrinsicRewardModule, mask_first
 from alf.data_structures import AlgStep, LossInfo, StepType, TimeStep
 from alf.networks.encoding_networks import EncodingNetwork
@@ -199,11 +200,11 @@ class ICMAlgorithm(IntrinsicRewardModule):
         """:math:`L_I + L_F` per row ``[T, B]``, 0 at FIRST rows."""
         forward_loss = mask_first(info.forward_loss, info.step_type)
         inverse_loss = mask_first(info.inverse_loss, info.step_type)
-        valid = (info.step_type != StepType.FIRST).float().sum().clamp(min=1)
-        return LossInfo(
-            loss=forward_loss + inverse_loss,
-            extra={
+        extra = ()
+        if alf.summary.should_record_summaries():  # only read then: not per minibatch
+            valid = (info.step_type != StepType.FIRST).float().sum().clamp(min=1)
+            extra = {
                 "forward_loss": forward_loss.detach().sum() / valid,
                 "inverse_loss": inverse_loss.detach().sum() / valid,
-            },
-        )
+            }
+        return LossInfo(loss=forward_loss + inverse_loss, extra=extra)

@@ -29,6 +29,7 @@ import torch
 
 import alf
 import alf.nest as nest
+import alf.summary
 from alf.algorithms.intrinsic_reward_module import IntrinsicRewardModule
 from alf.configuration.argtypes import NonNegativeInt
 from alf.data_structures import AlgStep, LossInfo, TimeStep
@@ -166,4 +167,6 @@ class RNDAlgorithm(IntrinsicRewardModule):
 
     def calc_loss(self, info: torch.Tensor) -> LossInfo:
         """The predictor's loss: its error on every row ``[T, B]``."""
+        if not alf.summary.should_record_summaries():  # the extra is only read then
+            return LossInfo(loss=info)
         return LossInfo(loss=info, extra={"prediction_error": info.detach().mean()})
