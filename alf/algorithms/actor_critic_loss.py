@@ -25,6 +25,7 @@ import alf
 import alf.summary
 from alf.configuration.argtypes import Discount, Probability
 from alf.data_structures import LossInfo, StepType
+from alf.parallel import collectives
 from alf.utils import value_ops
 from alf.utils.losses import (  # noqa: F401 (re-exported: their former home)
     element_wise_huber_loss,
@@ -43,12 +44,28 @@ class ActorCriticLossInfo(NamedTuple):
 def normalize_advantages(
     advantages: torch.Tensor, valid: torch.Tensor, eps: float = 1e-8
 ) -> torch.Tensor:
-    """Zero mean, unit std over the ``valid`` entries (others are left at 0)."""
+    """Zero mean, unit std over the ``valid`` entries (others are left at 0); with several
+    learner ranks, over the valid entries of all ranks' minibatches (their pooled moments),
+    as one process would normalize the whole minibatch."""
     mask = valid.to(advantages.dtype)
+    if collectives.is_active():
+        return _normalize_across_ranks(advantages, mask, eps)
     count = mask.sum().clamp(min=1.0)
     masked = (advantages - (advantages * mask).sum() / count) * mask
     var = (masked**2).sum() / (count - 1).clamp(min=1.0)
     return masked / (var.sqrt() + eps)
+
+
+def _normalize_across_ranks(advantages, mask, eps: float) -> torch.Tensor:
+    values = advantages.detach().to(torch.float64)
+    weight = mask.to(torch.float64)
+    count = int(weight.sum().item())
+    mean = (values * weight).sum() / max(count, 1)
+    var = (((values - mean) * weight) ** 2).sum() / max(count, 1)
+    total, mean, var = collectives.pooled_moments(count, mean, var)
+    unbiased = var * total / max(total - 1, 1)
+    masked = (advantages - mean.to(advantages.dtype)) * mask
+    return masked / (unbiased.sqrt().to(advantages.dtype) + eps)
 
 
 @alf.configurable

@@ -22,6 +22,7 @@ from alf.data_structures import AlgStep, BatchInfo, Experience, LossInfo, StepTy
 from alf.data_transformers.base import DataTransformer, IdentityDataTransformer
 from alf.learners.acting import Actor
 from alf.learners.learner import Learner, sample_weights
+from alf.learners.minibatch_shuffle import EnvStratifiedShuffle
 from alf.learners.unroller import AlgorithmPolicy, Unroller
 from alf.metrics import EpisodeMetrics
 from alf.tensor_specs import TensorSpec
@@ -85,6 +86,7 @@ class RLAlgorithm(Algorithm):
             self.set_mixed_precision(mixed_precision.from_config(config, get_device()))
         self._data_transformer: DataTransformer = IdentityDataTransformer(observation_spec)
         self._unroller = Unroller(AlgorithmPolicy(self), env) if env is not None else None
+        self._acting_streams = None  # (seed, first_env_id) of set_acting_streams
         has_learner = config is not None and self.learner_class is not None
         self._learner = self.learner_class(self, config) if has_learner else None
 
@@ -130,6 +132,20 @@ class RLAlgorithm(Algorithm):
         self._data_transformer = transformer
         if self._env is not None:
             self._unroller = Unroller(AlgorithmPolicy(self), self._env)
+            if self._acting_streams is not None:
+                self._unroller.set_streams(*self._acting_streams)
+
+    def set_acting_streams(self, seed: int, first_env_id: int = 0) -> None:
+        """Act in the training env with per-env counter-based random streams seeded with
+        ``seed`` (``Unroller.set_streams``; the env's rows are the run's envs
+        ``first_env_id ..``; remote samplers have their own), and cut minibatches with
+        ``EnvStratifiedShuffle`` (``alf/learners/minibatch_shuffle.py``). The trainer
+        calls it."""
+        self._acting_streams = (seed, first_env_id)
+        if self._unroller is not None and hasattr(self._unroller, "set_streams"):
+            self._unroller.set_streams(seed, first_env_id)
+        if self._learner is not None:  # minibatches the same on any number of ranks
+            self._learner.set_shuffle(EnvStratifiedShuffle(seed, first_env_id))
 
     @property
     def metrics(self) -> EpisodeMetrics | None:

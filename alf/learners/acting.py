@@ -21,6 +21,7 @@ frozen, state unchanged).
 from __future__ import annotations
 
 import abc
+import contextlib
 from typing import NamedTuple
 
 import torch
@@ -169,11 +170,16 @@ class ActorCore:
         policy: an ``AlgorithmPolicy`` (``initial_state``, ``stateful``, ``step``,
             ``data_transformer``).
         batch_size: the rows.
+        streams: the rows' ``alf.utils.random_streams.ActingStreams``: each policy step
+            draws from them (each row its env's counter-based stream); None: from torch's
+            global generator.
     """
 
-    def __init__(self, policy, batch_size: int):
+    def __init__(self, policy, batch_size: int, streams=None):
         self._policy = policy
         self._batch_size = batch_size
+        #: the rows' random streams (``alf.utils.random_streams.ActingStreams``) or None
+        self.streams = streams
         self._initial_state = policy.initial_state(batch_size)
         self._policy_state = self._initial_state
         self._transform_state = zeros_from_spec(policy.data_transformer.state_spec, batch_size)
@@ -187,20 +193,26 @@ class ActorCore:
         tensor; None: all rows, in order); those rows' state moves on to the step's."""
         policy = self._policy
         if rows is None:
-            taken = policy_step(
-                policy, time_step, self._policy_state, self._transform_state, self._initial_state
-            )
+            with self._drawing():
+                taken = policy_step(
+                    policy,
+                    time_step,
+                    self._policy_state,
+                    self._transform_state,
+                    self._initial_state,
+                )
             self._policy_state = taken.step.state
             self._transform_state = taken.transform_state
             return taken
         device_rows = to_device(rows)
-        taken = policy_step(
-            policy,
-            time_step,
-            _take(self._policy_state, device_rows),
-            _take(self._transform_state, rows),
-            _take(self._initial_state, device_rows),
-        )
+        with self._drawing(rows):
+            taken = policy_step(
+                policy,
+                time_step,
+                _take(self._policy_state, device_rows),
+                _take(self._transform_state, rows),
+                _take(self._initial_state, device_rows),
+            )
         self._policy_state = _assign_rows(self._policy_state, device_rows, taken.step.state)
         self._transform_state = _assign_rows(self._transform_state, rows, taken.transform_state)
         return taken
@@ -209,7 +221,7 @@ class ActorCore:
         """The bootstrap row: the policy step on ``time_step`` (all rows) as an
         ``Experience``, with the data transformers' statistics frozen (the next unroll
         counts the step) and the state unchanged."""
-        with statistics_frozen(self._policy.data_transformer):
+        with statistics_frozen(self._policy.data_transformer), self._drawing(advance=False):
             taken = policy_step(
                 self._policy,
                 time_step,
@@ -218,6 +230,11 @@ class ActorCore:
                 self._initial_state,
             )
         return experience_of(time_step, taken, raw)
+
+    def _drawing(self, rows=None, advance: bool = True):
+        if self.streams is None:
+            return contextlib.nullcontext()
+        return self.streams.drawing(rows, advance)
 
     def reset_rows(self, rows: slice) -> None:
         """Rows ``rows`` start again from the initial states (their env was replaced)."""

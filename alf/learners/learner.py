@@ -48,6 +48,13 @@ class Learner:
         self._algorithm = algorithm
         self._config = config
         self._mini_batch_size = config.mini_batch_size
+        self._shuffle = None
+
+    def set_shuffle(self, shuffle) -> None:
+        """Cut minibatches in the order of ``shuffle`` (an ``EnvStratifiedShuffle``: the
+        same minibatches on any number of learner ranks) where the sizes allow it,
+        instead of a uniform permutation (``alf/learners/minibatch_shuffle.py``)."""
+        self._shuffle = shuffle
 
     def set_mini_batch_size(self, mini_batch_size: int | None) -> None:
         """Train on minibatches of ``mini_batch_size`` (None: all) instead of
@@ -94,13 +101,17 @@ def sample_weights(experience: Experience) -> torch.Tensor | None:
     return weights.unsqueeze(0).expand(num_steps, *weights.shape)
 
 
-def shuffled_mini_batches(sequences: Experience, mini_batch_size: int | None):
+def shuffled_mini_batches(
+    sequences: Experience, mini_batch_size: int | None, shuffle=None, num_envs: int = 0
+):
     """One epoch over ``sequences`` ``[L, N]``: minibatches ``[L, mini_batch_size]``
     of a random permutation of the ``N`` sequences (the last one may be smaller).
 
     When one minibatch holds all ``N`` sequences it is ``sequences`` itself: the
     loss is a mean over the minibatch, which no permutation of its rows changes,
-    so drawing and applying one would only cost time.
+    so drawing and applying one would only cost time. With ``shuffle`` (an
+    ``EnvStratifiedShuffle``; the sequences are the pieces of ``num_envs`` envs,
+    piece-major) the permutation is its stratified one where the sizes allow it.
     """
     num_sequences = nest.get_nest_batch_size(sequences, dim=1)
     mini_batch_size = mini_batch_size or num_sequences
@@ -108,7 +119,12 @@ def shuffled_mini_batches(sequences: Experience, mini_batch_size: int | None):
         yield sequences
         return
     leaves, treespec = nest.flatten_with_spec(sequences)
-    perm = torch.randperm(num_sequences).to(leaves[0].device)  # drawn on the CPU generator
+    perm = None
+    if shuffle is not None:
+        perm = shuffle.permutation(num_sequences, num_envs, mini_batch_size)
+    if perm is None:
+        perm = torch.randperm(num_sequences)  # drawn on the CPU generator
+    perm = perm.to(leaves[0].device)
     for start in range(0, num_sequences, mini_batch_size):
         index = perm[start : start + mini_batch_size]
         yield nest.unflatten(treespec, [x.index_select(1, index) for x in leaves])
@@ -132,16 +148,17 @@ def split_sequences(experience: Experience, length: int | None) -> Experience:
     return nest.map_structure(_split, experience)
 
 
-def mini_batch_epochs(experience: Experience, config, mini_batch_size: int | None):
+def mini_batch_epochs(experience: Experience, config, mini_batch_size: int | None, shuffle=None):
     """The ``num_updates_per_train_iter`` epochs over ``experience`` ``[T, B]``, each an
-    iterator of its minibatches (a new permutation each): ``mini_batch_size`` sequences of
-    ``mini_batch_length`` steps, or of whole episode segments with
-    ``trajectory_mini_batches`` (``config``: the ``TrainerConfig``)."""
+    iterator of its minibatches (a new permutation each, ``shuffle``'s where it applies):
+    ``mini_batch_size`` sequences of ``mini_batch_length`` steps, or of whole episode
+    segments with ``trajectory_mini_batches`` (``config``: the ``TrainerConfig``)."""
     if config.trajectory_mini_batches:
         segments = episode_segments(experience)
         for _ in range(config.num_updates_per_train_iter):
             yield trajectory_mini_batches(segments, mini_batch_size)
         return
     sequences = split_sequences(experience, config.mini_batch_length)
+    num_envs = int(experience.time_step.step_type.shape[1])
     for _ in range(config.num_updates_per_train_iter):
-        yield shuffled_mini_batches(sequences, mini_batch_size)
+        yield shuffled_mini_batches(sequences, mini_batch_size, shuffle, num_envs)

@@ -100,7 +100,8 @@ class EpochLearner(OnPolicyLearner):
     def _update(self, experience: Experience) -> Experience:
         alg = self._algorithm
         experience = nest.map_structure(lambda x: x[:-1], experience)
-        for epoch in mini_batch_epochs(experience, self._config, self._mini_batch_size):
+        epochs = mini_batch_epochs(experience, self._config, self._mini_batch_size, self._shuffle)
+        for epoch in epochs:
             for mini_batch in epoch:
                 alg.update_from_experience(mini_batch)
                 if alg.stop_training_epochs():

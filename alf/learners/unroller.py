@@ -23,9 +23,9 @@ the learner (``alf/learners/__init__.py``), which never sees the environment.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 
+import numpy as np
 import torch
 
 from alf.data_structures import Experience, TimeStep
@@ -42,6 +42,7 @@ from alf.learners.acting import (
 from alf.metrics import EpisodeMetrics
 from alf.utils.device import to_cpu, to_device
 from alf.utils.finite import check_time_step
+from alf.utils.random_streams import ActingStreams
 
 # ``Unroll``, ``policy_step`` and ``experience_of`` live in ``acting`` (shared with the
 # samplers); importable from here as before
@@ -96,37 +97,46 @@ class Unroller(Actor):
         env: a batched ``AlfEnvironment``.
         metrics: the ``EpisodeMetrics`` fed with every raw time step (a new one,
             averaging the last 10 episodes, when None).
-        actor_generator: an ``alf.samplers.ActorGenerator``: training unrolls draw from
-            its stream instead of torch's global one (None, the default: the global one).
     """
 
-    def __init__(
-        self,
-        policy: AlgorithmPolicy,
-        env,
-        metrics: EpisodeMetrics | None = None,
-        actor_generator=None,
-    ):
+    def __init__(self, policy: AlgorithmPolicy, env, metrics: EpisodeMetrics | None = None):
         self._policy = policy
-        self.actor_generator = actor_generator
         self._env = env
         self._metrics = metrics if metrics is not None else EpisodeMetrics(env.batch_size)
         self._transformer = policy.data_transformer
         self._time_step = None
         self._core = None  # the ActorCore of the episodes since the last reset
         self._env_steps = 0
+        self._streams = None
+        self._first_env_id = 0
+
+    @property
+    def streams(self) -> ActingStreams | None:
+        """The envs' counter-based random streams (None: torch's global generator)."""
+        return self._streams
+
+    def set_streams(self, seed: int, first_env_id: int = 0, domain: str = "rollout") -> None:
+        """Draw every policy step's random numbers from per-env counter-based streams
+        (``alf.utils.random_streams``) seeded with ``seed``, env ``i`` being the run's env
+        ``first_env_id + i``; ``restart(seed)`` then reseeds env ``i`` with
+        ``seed + first_env_id + i`` and restarts the streams from ``seed``."""
+        ids = np.arange(first_env_id, first_env_id + self._env.batch_size)
+        self._streams = ActingStreams(seed, ids, domain)
+        self._first_env_id = first_env_id
+        self._core = None
+        self._time_step = None
 
     def restart(self, seed: int | None = None) -> None:
-        """Start new episodes at the next step: ``env.seed(seed)`` (when given), then
-        ``env.reset()`` when the next step is taken.
+        """Start new episodes at the next step: ``env.seed(seed)`` (when given; env ``i``
+        gets ``seed + first_env_id + i``), then ``env.reset()`` when the next step is taken.
 
         The episodes running now are cut short and not counted as finished. With
-        ``seed``, an ``actor_generator``'s stream restarts from it too.
+        ``seed``, the random streams (if any) restart from it too.
         """
         if seed is not None:
-            self._env.seed(seed)
-            if self.actor_generator is not None:
-                self.actor_generator.restart(seed)
+            self._env.seed(seed + self._first_env_id)
+            if self._streams is not None:
+                self._streams.restart(seed)
         self._time_step = None
 
     def _ensure_started(self) -> None:
@@ -134,7 +144,7 @@ class Unroller(Actor):
             batch_size = self._env.batch_size
             self._time_step = self._env.reset()
             check_time_step(self._time_step, self._env_steps)
-            self._core = ActorCore(self._policy, batch_size)
+            self._core = ActorCore(self._policy, batch_size, self._streams)
 
     def _act(self) -> tuple[TimeStep, PolicyStep]:
         """One step of the loop: the policy, then ``env.step``. Returns the time step
@@ -165,9 +175,8 @@ class Unroller(Actor):
         Returns:
             the ``Unroll``.
         """
-        with self.actor_generator or contextlib.nullcontext():
-            experiences = self._steps(num_steps, raw)
-            return Unroll(experiences, self.bootstrap(raw) if bootstrap else None)
+        experiences = self._steps(num_steps, raw)
+        return Unroll(experiences, self.bootstrap(raw) if bootstrap else None)
 
     @torch.inference_mode()
     def _steps(self, num_steps: int, raw: bool) -> list:
@@ -205,6 +214,8 @@ class Unroller(Actor):
             the number of environment steps taken (``num_steps * B``).
         """
         self._ensure_started()
+        if self._streams is not None:  # its own draws, leaving the rollout streams as they are
+            self._core.streams = self._streams.sibling("prenormalize")
         with prenormalizing(self._transformer):
             for _ in range(num_steps):
                 self._metrics(self._act()[0])

@@ -10,12 +10,10 @@ the design; the modules:
 - ``pool``: ``SamplerPool``, starting, waiting for and replacing samplers;
 - ``remote_unroller``: ``SamplerUnroller``, the learner's actor (``Unroll`` in, as in-process);
 - ``server``: ``InferenceServer``, batched inference for ``inference='server'``;
-- ``actor_rng``: ``ActorGenerator``, an actor's own random stream;
 - ``group``: ``create_samplers``, used by ``PolicyTrainer``.
 """
 
-from alf.samplers.actor_rng import ActorGenerator, actor_seed
 from alf.samplers.config import SamplerConfig
 from alf.samplers.errors import SamplerError
 
-__all__ = ["ActorGenerator", "SamplerConfig", "SamplerError", "actor_seed"]
+__all__ = ["SamplerConfig", "SamplerError"]

@@ -117,15 +117,19 @@ def channel_class(config: SamplerConfig):
 
 
 def create_samplers(
-    seed: int, config: SamplerConfig | None = None, num_envs: int | None = None
+    seed: int,
+    config: SamplerConfig | None = None,
+    num_envs: int | None = None,
+    first_env_id: int = 0,
 ) -> Samplers | None:
     """Start the samplers ``SamplerConfig`` asks for; None when it asks for none.
 
     Args:
-        seed: the run's random seed (a learner rank's own seed, with several ranks).
+        seed: the run's random seed (the same on every learner rank).
         config: the ``SamplerConfig`` (None: the configured one).
         num_envs: the number of envs they step in all (None: the configured
             ``create_environment.num_parallel_environments``; a learner rank's share).
+        first_env_id: the run-wide index of the first env (a learner rank's first).
 
     Raises:
         ValueError: a bad ``SamplerConfig`` (naming the key), or no conf file loaded.
@@ -148,7 +152,7 @@ def create_samplers(
     per_sampler = config.envs_per_sampler_for(num_envs)
     channels = channel_class(config)
     try:
-        pool = SamplerPool(config, conf_args, seed, per_sampler, channels)
+        pool = SamplerPool(config, conf_args, seed, per_sampler, channels, first_env_id)
     except BaseException:
         if config.backend == "ray":
             channels.disconnect()

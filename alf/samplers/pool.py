@@ -37,11 +37,24 @@ class SamplerPool:
         seed: the run's random seed.
         num_envs: environments per sampler ``E``.
         channel_class: the backend's channel (``ProcessChannel`` or ``RayChannel``).
+        first_env_id: the run-wide index of the first env of sampler 0 (a learner rank's
+            first env; 0 with one rank).
     """
 
-    def __init__(self, config, conf_args: tuple, seed: int, num_envs: int, channel_class):
+    def __init__(
+        self,
+        config,
+        conf_args: tuple,
+        seed: int,
+        num_envs: int,
+        channel_class,
+        first_env_id: int = 0,
+    ):
         self.config = config
         self.num_envs = num_envs
+        #: the run's seed and the run-wide index of sampler 0's first env
+        self.seed = seed
+        self.first_env_id = first_env_id
         self._seed = seed
         self._channel_class = channel_class
         self._conf_args = conf_args
@@ -66,7 +79,14 @@ class SamplerPool:
         return len(self.channels)
 
     def _spec(self, index: int, env_seed: int) -> SamplerSpec:
-        return SamplerSpec(self._conf_args, index, self.num_envs, env_seed, self.config.inference)
+        return SamplerSpec(
+            self._conf_args,
+            index,
+            self.num_envs,
+            env_seed,
+            self.config.inference,
+            self.first_env_id,
+        )
 
     def _wait_ready(self, indices: list[int]) -> list:
         """Wait until the samplers ``indices`` are built; their descriptions."""

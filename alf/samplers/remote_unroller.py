@@ -67,7 +67,6 @@ class SamplerUnroller(Actor):
         self._last_request = None
         #: unrolls dropped for being too old (max_policy_lag)
         self.num_dropped_unrolls = 0
-        self.actor_generator = None  # the actors' streams live in the samplers
 
     @property
     def server(self) -> InferenceServer:
@@ -90,7 +89,7 @@ class SamplerUnroller(Actor):
         being acted are discarded (they belong to the episodes cut short)."""
         self._drain()
         self._pool.request_all("restart", {"seed": seed})
-        self._server.restart()
+        self._server.restart(seed)
 
     def _drain(self) -> None:
         """Wait for (and drop) the unrolls the samplers are acting ahead."""
@@ -104,7 +103,7 @@ class SamplerUnroller(Actor):
         self._drain()
         self._server.restart()
         with prenormalizing(self._policy.data_transformer):
-            _, time_steps = self._server.run(num_steps, keep=False)
+            _, time_steps = self._server.run(num_steps, keep=False, prenormalize=True)
         for time_step in time_steps:
             self._metrics(time_step)
         self.restart()

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 import torch
 
 import alf.nest as nest
@@ -36,6 +37,7 @@ from alf.learners.acting import ActorCore, experience_of
 from alf.samplers.pool import REPLACED
 from alf.utils.device import to_cpu
 from alf.utils.finite import check_time_step
+from alf.utils.random_streams import ActingStreams
 
 
 def cat_nests(nests: list, dim: int = 0):
@@ -67,33 +69,41 @@ class InferenceServer:
         self._batch_timeout = batch_timeout
         self._time_steps = [None] * pool.num_samplers
         self._core = None  # the ActorCore of the S*E rows since the last restart
+        # row w*E + i is env first_env_id + w*E + i of the run
+        first, rows = pool.first_env_id, pool.num_samplers * pool.num_envs
+        self._streams = ActingStreams(pool.seed, np.arange(first, first + rows))
         self._env_steps = 0
         #: (time, sampler indices) of the last batches run (for tests and benchmarks)
         self.batch_log = []
 
-    def restart(self) -> None:
-        """Start new episodes at the next step (every sampler is reset first)."""
+    def restart(self, seed: int | None = None) -> None:
+        """Start new episodes at the next step (every sampler is reset first); with
+        ``seed``, the rows' random streams restart from it."""
         self._time_steps = [None] * self._pool.num_samplers
         self._core = None
+        if seed is not None:
+            self._streams.restart(seed)
 
-    def _ensure_core(self) -> None:
+    def _ensure_core(self, prenormalize: bool = False) -> None:
         if self._core is None:
-            self._core = ActorCore(self._policy, self._pool.num_samplers * self._num_envs)
+            streams = self._streams.sibling("prenormalize") if prenormalize else self._streams
+            self._core = ActorCore(self._policy, self._pool.num_samplers * self._num_envs, streams)
 
     @torch.inference_mode()
-    def run(self, num_steps: int, raw: bool = False, keep: bool = True):
+    def run(self, num_steps: int, raw: bool = False, keep: bool = True, prenormalize=False):
         """Take ``num_steps`` steps of every sampler's envs.
 
         Args:
             num_steps: steps per env.
             raw: the experiences hold raw time steps with CPU copies (as ``Unroller``).
             keep: return the experiences (False: prenormalization, nothing kept).
+            prenormalize: draw from the prenormalization streams (a fresh core).
 
         Returns:
             ``(experiences, raw_time_steps)``: per step, the ``Experience`` (an empty list
             unless ``keep``) and the raw time step of all ``S * E`` rows in sampler order.
         """
-        self._ensure_core()
+        self._ensure_core(prenormalize)
         run = _Run(self._pool.num_samplers, num_steps)
         for w, time_step in enumerate(self._time_steps):
             if time_step is None:

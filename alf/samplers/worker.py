@@ -2,8 +2,8 @@
 
 A sampler loads the run's configuration (the same conf file and command-line values
 as the learner), builds its ``E`` environments with the conf's ``create_environment``
-(envs ``w*E .. (w+1)*E-1`` of the run: ``first_env_id=w*E``, env ``i`` seeded with
-``seed + i``) and answers the learner's requests one at a time, each with one reply:
+(envs ``w*E .. (w+1)*E-1`` of the learner's: ``first_env_id=w*E``, env ``g`` of the run
+seeded with ``seed + g``) and answers the learner's requests one at a time, each with one reply:
 
 ==========  ===========================================  ==========================
 request     payload                                      reply
@@ -17,8 +17,9 @@ request     payload                                      reply
 
 ``unroll`` is local inference: the sampler's own copy of the algorithm (built from the
 conf, on the CPU) loads the weights and data-transformer statistics of ``version``
-when they come with the request, and acts one whole unroll with them, drawing from its
-own random stream (``ActorGenerator``); the learner's training progress (for schedules
+when they come with the request, and acts one whole unroll with them, each env drawing
+from its own counter-based stream (``alf.utils.random_streams``: the numbers it would
+draw in the learner's process); the learner's training progress (for schedules
 such as DQN's epsilon) and the algorithm's ``actor_context()`` (e.g. an off-policy
 algorithm's ``initial_collect_pending``: random actions while the learner's replay buffer
 fills) come with the request too.
@@ -36,7 +37,6 @@ import torch
 import alf.nest as nest
 from alf.learners.unroller import AlgorithmPolicy, Unroller
 from alf.metrics import EpisodeMetrics
-from alf.samplers.actor_rng import ActorGenerator
 from alf.utils import device as device_utils
 from alf.utils.schedulers import update_progress
 
@@ -49,9 +49,13 @@ class SamplerSpec(NamedTuple):
             (``alf.utils.common.parsed_conf_args``).
         index: the sampler's index ``w``.
         num_envs: its number of environments ``E``.
-        env_seed: env ``i`` of the run is seeded with ``env_seed + i``; its random stream
-            starts from ``actor_seed(env_seed, index)`` (``ActorGenerator``).
+        env_seed: env ``g`` of the run is seeded with ``env_seed + g``, and its random
+            stream (``alf.utils.random_streams``) is keyed by ``env_seed`` and ``g``.
         inference: ``'local'`` or ``'server'``.
+        first_env_id: the run-wide index ``g`` of sampler 0's first env (a learner rank's
+            first env); this sampler's env ``i`` is env
+            ``g = first_env_id + index * num_envs + i`` (its ``env_id`` counts from the
+            rank's first: ``index * num_envs + i``).
     """
 
     conf_args: tuple
@@ -59,6 +63,12 @@ class SamplerSpec(NamedTuple):
     num_envs: int
     env_seed: int
     inference: str
+    first_env_id: int = 0
+
+    @property
+    def run_env_id(self) -> int:
+        """The run-wide index of this sampler's first env."""
+        return self.first_env_id + self.index * self.num_envs
 
 
 class SamplerUnroll(NamedTuple):
@@ -110,7 +120,7 @@ class SamplerWorker:
         self._spec = spec
         self._env = create_environment(
             num_parallel_environments=spec.num_envs,
-            seed=spec.env_seed,
+            seed=spec.env_seed + spec.first_env_id,
             first_env_id=spec.index * spec.num_envs,
         )
         self._unroller = None
@@ -135,12 +145,8 @@ class SamplerWorker:
         algorithm = create_algorithm(config, self._env)
         self._algorithm = algorithm
         self._seen = _TimeStepRecorder(self._env.batch_size)
-        self._unroller = Unroller(
-            AlgorithmPolicy(algorithm),
-            self._env,
-            metrics=self._seen,
-            actor_generator=ActorGenerator(spec.env_seed, spec.index),
-        )
+        self._unroller = Unroller(AlgorithmPolicy(algorithm), self._env, metrics=self._seen)
+        self._unroller.set_streams(spec.env_seed, spec.run_env_id)
 
     def description(self) -> dict:
         """The environments' specs (the learner builds its algorithm from them)."""
@@ -194,12 +200,10 @@ class SamplerWorker:
 
     def _on_restart(self, payload: dict) -> None:
         seed = payload.get("seed")
-        if seed is not None:
-            self._env.seed(seed + self._spec.index * self._spec.num_envs)
-        if self._unroller is not None:
-            self._unroller.restart()
-            if seed is not None:
-                self._unroller.actor_generator.restart(seed)
+        if self._unroller is not None:  # reseeds env g with seed + g, and its stream
+            self._unroller.restart(seed)
+        elif seed is not None:
+            self._env.seed(seed + self._spec.run_env_id)
 
     def close(self) -> None:
         self._env.close()

@@ -227,6 +227,6 @@ class RunCheckpoints:
         if rng_state is not None:
             seeding.set_rng_state(rng_state)
         else:  # written by another number of ranks: a fresh stream for this rank
-            seeding.seed_generators(run.env_restart_seed())
+            seeding.seed_generators(seeding.derived_seed(run.rank_seed, run.iteration))
         self._last_fraction = run.fraction_done()
         return seed_changed

@@ -58,6 +58,9 @@ class Evaluator:
         try:
             metrics = EpisodeMetrics(env.batch_size, buffer_size=self._num_episodes)
             unroller = Unroller(AlgorithmPolicy(alg, "predict"), env, metrics)
+            # a random policy draws from the eval envs' own streams: evaluating never
+            # moves the learner's generator
+            unroller.set_streams(self.seed, domain="evaluate")
             unroller.restart(self.seed)
             observe = None if self._should_stop is None else self._stop_if_asked
             return unroller.run_episodes(self._num_episodes, self._max_steps, observe)

@@ -97,6 +97,9 @@ class PolicyTrainer:
         self._algorithm = create_algorithm(config, self._env, self._device, run)
         if self._samplers is not None:
             self._samplers.attach(self._algorithm)
+        # per-env counter-based random streams (alf.utils.random_streams; remote samplers
+        # have their own) and minibatches the same on any number of ranks
+        self._algorithm.set_acting_streams(run.seed, run.first_env_id)
         check_optimizers(self._algorithm)
         if self._algorithm.mixed_precision is not None:  # TrainerConfig.enable_amp
             logging.info("Training updates in mixed precision: %s", self._algorithm.mixed_precision)

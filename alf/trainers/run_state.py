@@ -82,9 +82,19 @@ class RunState:
         """The seed the evaluation environments are reseeded with before each evaluation."""
         return seeding.derived_seed(self.seed, EVAL_SALT)
 
+    @property
+    def first_env_id(self) -> int:
+        """The run-wide index of this rank's first training env (rank ``r`` of ``K`` holds
+        envs ``r * N/K .. (r + 1) * N/K - 1``; 0 with one rank)."""
+        if self.num_parallel_environments is None:
+            return 0
+        return collectives.rank() * self.num_parallel_environments
+
     def env_restart_seed(self) -> int:
-        """This rank's training environments' seed when they restart at ``iteration``."""
-        return seeding.derived_seed(self.rank_seed, self.iteration)
+        """The training environments' seed when they restart at ``iteration`` (the same
+        on every rank: env ``g`` of the run is reseeded with it plus ``g``, and its random
+        stream restarts from it, wherever it runs)."""
+        return seeding.derived_seed(self.seed, self.iteration)
 
     def adopt_seed(self, seed: int) -> bool:
         """Continue with ``seed`` (a resumed run's own); whether it differed."""

@@ -8,8 +8,8 @@ stateless policy (PPO with MLPs and an ``ObservationNormalizer`` updated from ro
 ``alf/examples/ppo_rnn_memory_conf.py``). Bit for bit:
 
 - server inference, 2 samplers: the in-process actor on all envs (the global stream);
-- local inference, 1 sampler: the in-process actor drawing from that sampler's stream
-  (``ActorGenerator(seed, 0)``).
+- local inference, 1 sampler: the in-process actor (each env draws from its own
+  counter-based stream wherever it runs: ``alf.utils.random_streams``).
 
 Unrolls, rollout states, bootstrap rows, normalizer statistics and episode metrics are
 compared.
@@ -22,7 +22,6 @@ import pytest
 import alf.nest as nest
 from alf.learners.acting import Actor
 from alf.learners.unroller import Unroller
-from alf.samplers import ActorGenerator
 from alf.samplers.remote_unroller import SamplerUnroller
 from tests.samplers.conftest import (
     TINY_PPO_OBS_NORM,
@@ -47,7 +46,7 @@ POLICIES = {
 REQUESTS = [(True, True), (False, True), (True, False), (True, True)]
 
 
-def _unrolls(conf, params, root_dir, local_stream: bool = False):
+def _unrolls(conf, params, root_dir):
     """The unrolls of ``REQUESTS`` (each stacked with its bootstrap row), the module state
     and the episode metrics after them, and the actor's class."""
     trainer = build_trainer(conf, params, root_dir)
@@ -55,8 +54,6 @@ def _unrolls(conf, params, root_dir, local_stream: bool = False):
         algorithm = trainer.algorithm
         actor = algorithm.unroller
         assert isinstance(actor, Actor)
-        if local_stream:
-            actor.actor_generator = ActorGenerator(trainer.random_seed, 0)
         stacked = []
         for raw, bootstrap in REQUESTS:
             unroll = actor.unroll(5, raw=raw, bootstrap=bootstrap)
@@ -73,8 +70,7 @@ def _unrolls(conf, params, root_dir, local_stream: bool = False):
 def test_in_process_and_sampler_actors_give_the_same_unrolls(tmp_path, policy, inference):
     conf, params = POLICIES[policy]
     num_samplers = 2 if inference == "server" else 1
-    local = inference == "local"
-    expected = _unrolls(conf, params, tmp_path / "in_process", local_stream=local)
+    expected = _unrolls(conf, params, tmp_path / "in_process")
     got = _unrolls(conf, params + sampler_params(num_samplers, inference), tmp_path / inference)
     assert expected[3] is Unroller and got[3] is SamplerUnroller
     for x, y in zip(expected[0], got[0]):

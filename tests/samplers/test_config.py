@@ -50,7 +50,7 @@ def test_default_keeps_the_in_process_unroller(tmp_path):
     trainer = build_trainer(TINY_PPO, [], tmp_path / "run")
     try:
         unroller = trainer.algorithm.unroller
-        assert type(unroller) is Unroller and unroller.actor_generator is None
+        assert type(unroller) is Unroller and unroller.streams is not None
     finally:
         trainer.close()
 

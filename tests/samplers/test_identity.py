@@ -1,12 +1,12 @@
 """Remote samplers give the learner exactly the in-process experience.
 
-Server inference with 2 samplers of 1 env: the server's batched ``rollout_step`` on
-``[2]`` rows in sampler order is the in-process step on 2 envs, drawing from the same
-(global) stream, so a whole run (prenormalization, checkpoints with env restarts,
-evaluation) trains on bit-identical unrolls and ends with bit-identical weights,
-normalizer statistics, episode metrics and random state. Local inference: a sampler
-draws from its own stream, so one sampler of 2 envs equals the in-process actor given
-that stream, and 2 samplers equal 2 in-process actors with their streams.
+Every env draws from its own counter-based stream wherever it runs
+(``alf.utils.random_streams``). Server inference with 2 samplers of 1 env: the server's
+batched ``rollout_step`` on ``[2]`` rows in sampler order is the in-process step on 2
+envs, so a whole run (prenormalization, checkpoints with env restarts, evaluation) trains
+on bit-identical unrolls and ends with bit-identical weights, normalizer statistics,
+episode metrics and random state. Local inference: one sampler of 2 envs is the in-process
+actor, and 2 samplers are 2 in-process actors over envs 0 and 1.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import alf.nest as nest
 from alf.environments.utils import create_environment
 from alf.learners.unroller import AlgorithmPolicy, Unroll, Unroller
 from alf.metrics import EpisodeMetrics
-from alf.samplers import ActorGenerator, actor_seed
 from alf.samplers.server import cat_nests
 from alf.utils.normalizers import RunningMeanVar
 from tests.samplers.conftest import (
@@ -31,12 +30,10 @@ from tests.samplers.conftest import (
 )
 
 
-def _train(conf, params, root_dir, actor_stream: bool = False):
+def _train(conf, params, root_dir):
     """A whole run; returns (unrolls, module state, metrics, torch RNG state, trainer)."""
     trainer = build_trainer(conf, params, root_dir)
     algorithm = trainer.algorithm
-    if actor_stream:  # the in-process reference of local inference: sampler 0's stream
-        algorithm.unroller.actor_generator = ActorGenerator(trainer.random_seed, 0)
     unrolls = record_unrolls(algorithm)
     trainer.train()
     return unrolls, module_state(algorithm), algorithm.metrics.results(), torch.get_rng_state()
@@ -64,29 +61,10 @@ def test_server_inference_run_is_bit_identical_to_in_process(tmp_path):
     assert normalizer and not torch.equal(expected[1][normalizer[0]], torch.zeros(4).double())
 
 
-def test_local_inference_one_sampler_is_bit_identical_to_in_process_with_its_stream(tmp_path):
-    expected = _train(TINY_PPO_OBS_NORM, [], tmp_path / "in_process", actor_stream=True)
+def test_local_inference_one_sampler_is_bit_identical_to_in_process(tmp_path):
+    expected = _train(TINY_PPO_OBS_NORM, [], tmp_path / "in_process")
     got = _train(TINY_PPO_OBS_NORM, sampler_params(1, "local"), tmp_path / "local")
     _assert_same_run(expected, got)
-
-
-def test_actor_stream_changes_the_actions_and_leaves_the_global_stream_alone(tmp_path):
-    # the reference above is not the default run: with its own stream the actor samples
-    # other actions, and the learner's stream only sees the learner's draws
-    default = _train(TINY_PPO, [], tmp_path / "default")
-    streamed = _train(TINY_PPO, [], tmp_path / "streamed", actor_stream=True)
-    assert not torch.equal(default[0][0].action, streamed[0][0].action)
-    generator = ActorGenerator(5)
-    stream_seed = actor_seed(5, 0)
-    torch.manual_seed(3)
-    before = torch.get_rng_state()
-    with generator:
-        first = torch.rand(3)
-    assert torch.equal(torch.get_rng_state(), before)
-    with generator:
-        second = torch.rand(3)
-    torch.manual_seed(stream_seed)
-    assert torch.equal(torch.cat([first, second]), torch.rand(6))
 
 
 def test_local_inference_two_samplers_equal_two_in_process_actors(tmp_path):
@@ -102,10 +80,11 @@ def test_local_inference_two_samplers_equal_two_in_process_actors(tmp_path):
         Unroller(
             AlgorithmPolicy(algorithm),
             create_environment(num_parallel_environments=1, seed=seed, first_env_id=w),
-            actor_generator=ActorGenerator(seed, w),
         )
         for w in range(2)
     ]
+    for w, actor in enumerate(actors):
+        actor.set_streams(seed, first_env_id=w)
     try:
         for iteration in range(3):
             parts = [actor.unroll(16, raw=True, bootstrap=True) for actor in actors]

@@ -87,7 +87,8 @@ def test_adopting_the_checkpoints_seed_rederives_the_rank_seed(monkeypatch):
     assert run.seed == 11 and run.rank_seed == data_parallel.rank_seed(11, 1)
     assert run.eval_seed == seeding.derived_seed(11, 999)
     run.iteration = 4
-    assert run.env_restart_seed() == seeding.derived_seed(run.rank_seed, 4)
+    # the same on every rank: env g restarts with it plus g, wherever it runs
+    assert run.env_restart_seed() == seeding.derived_seed(11, 4)
 
 
 def test_the_config_is_not_changed_at_run_time(tmp_path):
