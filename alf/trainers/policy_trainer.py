@@ -81,6 +81,7 @@ class PolicyTrainer:
         if config.keep_freed_memory and not malloc.keep_freed_memory():
             logging.info("TrainerConfig.keep_freed_memory: not glibc, the allocator is as it was")
         self._env = self._eval_env = self._samplers = None
+        self._stop_after = None
         self._summaries = RunSummaries()
         self._stop = RunStop()
         try:
@@ -105,9 +106,9 @@ class PolicyTrainer:
             logging.info("Training updates in mixed precision: %s", self._algorithm.mixed_precision)
         self._checkpoints = RunCheckpoints(self._root_dir, config, self._algorithm, run)
         self._resume_state = self._checkpoints.load_resume_state()
-        self._unroll_record = None
-        if config.record_unroll_hashes:
-            self._unroll_record = UnrollHashRecord(self._root_dir, self._algorithm)
+        self._unroll_record = UnrollHashRecord(
+            self._root_dir, self._algorithm, observe=config.record_unroll_hashes
+        )
         self._evaluator = self._evaluation = None
         if self._eval_env is not None:
             self._evaluator = Evaluator(
@@ -181,8 +182,7 @@ class PolicyTrainer:
         try:
             with progress_in_use(self._run.progress):
                 restored = self._restore()
-                if self._unroll_record is not None:
-                    self._unroll_record.continue_from(self._run.iteration)
+                self._unroll_record.continue_from(self._run.iteration)
                 self._summaries.open(self._root_dir, self._config, self._run.seed)
                 collectives.broadcast_state(self._algorithm)  # all ranks start from rank 0's
                 if not restored:
@@ -244,8 +244,7 @@ class PolicyTrainer:
             iter_time = time.time() - iter_start
             run.iteration += 1
             run.env_steps += steps
-            if self._unroll_record is not None:
-                self._unroll_record.commit(run.iteration, run.env_steps)
+            self._unroll_record.commit(run.iteration, run.env_steps)
             if record:
                 metrics = self._algorithm.metrics.results()
                 self._summaries.write_train(metrics, iter_time, steps / max(iter_time, 1e-9), run)

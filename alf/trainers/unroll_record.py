@@ -18,7 +18,8 @@ Each line is appended with one ``write`` on a file opened with ``O_APPEND``. The
 always describes the run in ``root_dir``: before training goes on from a checkpoint of
 iteration ``k`` (``k = 0``: a fresh run), the lines after ``k`` (left by an interrupted
 run) are dropped by writing the rest aside and renaming it over the file.
-``TrainerConfig.record_unroll_hashes=False`` turns the record off.
+``TrainerConfig.record_unroll_hashes=False`` turns the record off (the lines after the
+checkpoint are still dropped, so the file never holds another run's iterations).
 """
 
 from __future__ import annotations
@@ -71,12 +72,15 @@ class UnrollHashRecord:
     Args:
         root_dir: the run's root_dir (absolute).
         algorithm: the ``RLAlgorithm`` trained; its unroll observer is set to this.
+        observe: whether to record (``TrainerConfig.record_unroll_hashes``); False: no
+            observer, nothing appended, only ``continue_from`` drops stale lines.
     """
 
-    def __init__(self, root_dir: str, algorithm):
+    def __init__(self, root_dir: str, algorithm, observe: bool = True):
         self.path = os.path.join(root_dir, HASHES_FILE)
         self._digests = None
-        algorithm.set_unroll_observer(self._observe)
+        if observe:
+            algorithm.set_unroll_observer(self._observe)
 
     def _observe(self, unroll) -> None:
         self._digests = unroll_hash.env_digests(unroll)

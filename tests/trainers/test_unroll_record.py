@@ -75,11 +75,17 @@ def test_a_resumed_run_writes_the_file_of_the_uninterrupted_run(seed_5_run, tmp_
     assert _text(resumed) == _text(root)
 
 
-def test_the_flag_turns_the_record_off(tmp_path):
-    trainer = make_trainer(tmp_path, *FOUR, "TrainerConfig.record_unroll_hashes=False")
+def test_the_flag_turns_the_record_off_and_stale_lines_still_go(tmp_path):
+    trainer = make_trainer(tmp_path / "a", *FOUR, "TrainerConfig.record_unroll_hashes=False")
     assert trainer.algorithm._unroll_observer is None
     trainer.train(stop_after=1)
-    assert not os.path.exists(os.path.join(tmp_path, HASHES_FILE))
+    assert not os.path.exists(os.path.join(tmp_path / "a", HASHES_FILE))
+    # a fresh run where a crashed one (no checkpoint) left its lines
+    os.makedirs(tmp_path / "b" / "train")
+    with open(os.path.join(tmp_path / "b", HASHES_FILE), "w") as f:
+        f.write('{"iteration": 1, "env_steps": 32, "unroll_sha256": "stale"}\n')
+    make_trainer(tmp_path / "b", *FOUR, "TrainerConfig.record_unroll_hashes=False").train()
+    assert _text(tmp_path / "b") == ""
 
 
 def test_rank_zero_hashes_the_gathered_digests_in_rank_order(tmp_path, monkeypatch):
