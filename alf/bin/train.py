@@ -342,9 +342,9 @@ def _verify() -> int:
             launch_ranks.finish()
         if status != 0 or not launch_ranks.is_main():
             return status
-        first = verify_record.compare(recorded, work_dir)
-        if first is not None:
-            print(f"alf.bin.train: iteration {first} is the first that differs from the record")
+        verdict = verify_record.compare(recorded, work_dir)
+        if verdict is not None:
+            print(f"alf.bin.train: {verdict}")
             return 1
         print(f"alf.bin.train: the {len(recorded)} iterations match the record")
         return 0

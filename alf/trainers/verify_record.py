@@ -64,29 +64,31 @@ def recorded_hashes(root_dir: str, num_iterations: int | None) -> list[dict]:
     return entries[:num_iterations]
 
 
-def compare(recorded: list[dict], root_dir: str, out=print) -> int | None:
+def compare(recorded: list[dict], root_dir: str, out=print) -> str | None:
     """Compare the ``recorded`` lines with those of the re-run in ``root_dir``, calling
-    ``out`` with one line per iteration (``iteration 3: match`` or
-    ``iteration 3: MISMATCH recorded <hash> got <hash>``).
+    ``out`` with one line per iteration: ``iteration 3: match``,
+    ``iteration 3: MISMATCH recorded <hash> got <hash>``, or ``iteration 3: not reached``
+    (the re-run stopped before it, e.g. by SIGTERM).
 
     Returns:
-        the first iteration that differs (or that the re-run did not record), or None
-        when all match.
+        None when all match, else one line saying why not, naming the first iteration
+        that differs (or was not reached).
     """
     path = os.path.join(root_dir, HASHES_FILE)
     got = {e["iteration"]: e for e in read_hashes(path)} if os.path.exists(path) else {}
-    first = None
+    verdict = None
     for entry in recorded:
-        iteration = entry["iteration"]
+        iteration, expected = entry["iteration"], entry["unroll_sha256"]
         mine = got.get(iteration)
-        if mine is not None and mine["unroll_sha256"] == entry["unroll_sha256"]:
+        if mine is None:
+            out(f"iteration {iteration}: not reached")
+            verdict = verdict or f"the re-run stopped before iteration {iteration}"
+        elif mine["unroll_sha256"] == expected:
             out(f"iteration {iteration}: match")
-            continue
-        theirs = "nothing (not reached)" if mine is None else mine["unroll_sha256"]
-        out(f"iteration {iteration}: MISMATCH recorded {entry['unroll_sha256']} got {theirs}")
-        if first is None:
-            first = iteration
-    return first
+        else:
+            out(f"iteration {iteration}: MISMATCH recorded {expected} got {mine['unroll_sha256']}")
+            verdict = verdict or f"iteration {iteration} is the first that differs from the record"
+    return verdict
 
 
 def checked_work_dir(path: str) -> str:
