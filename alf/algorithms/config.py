@@ -176,6 +176,9 @@ class TrainerConfig:
             resumed run continues the wandb run whose id is kept in root_dir.
         wandb_project: the wandb project (None: the name of root_dir's parent directory).
         wandb_run_name: the wandb run's name (None: root_dir's own name).
+        record_unroll_hashes: append the hash of every iteration's unroll to
+            ``root_dir/train/unroll_hashes.jsonl`` (``alf.trainers.unroll_record``;
+            ``alf.bin.train --verify_record`` compares a re-run with it).
 
     ALF's other fields (``num_summaries``, ``num_evals``, ``summarize_gradient_noise_scale``,
     ...) are accepted: ``alf_trainer_fields`` maps each value set to alf's equivalent,
@@ -233,6 +236,7 @@ class TrainerConfig:
     use_wandb: Flag = False
     wandb_project: str | None = None
     wandb_run_name: str | None = None
+    record_unroll_hashes: Flag = True
     # ALF's fields that alf has no field for: mapped, warned or refused (alf_trainer_fields)
     async_eval: Any = None
     async_unroll: Any = None

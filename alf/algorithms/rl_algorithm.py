@@ -87,6 +87,7 @@ class RLAlgorithm(Algorithm):
         self._data_transformer: DataTransformer = IdentityDataTransformer(observation_spec)
         self._unroller = Unroller(AlgorithmPolicy(self), env) if env is not None else None
         self._acting_streams = None  # (seed, first_env_id) of set_acting_streams
+        self._unroll_observer = None
         has_learner = config is not None and self.learner_class is not None
         self._learner = self.learner_class(self, config) if has_learner else None
 
@@ -175,6 +176,12 @@ class RLAlgorithm(Algorithm):
                 f"{type(unroller).__name__}"
             )
         self._unroller = unroller
+
+    def set_unroll_observer(self, observer) -> None:
+        """Call ``observer(unroll)`` with each training iteration's complete ``Unroll``,
+        before the learner trains on it (the trainer records its hash,
+        ``alf.utils.unroll_hash``); None: no observer."""
+        self._unroll_observer = observer
 
     def actor_context(self) -> dict:
         """What a copy of this algorithm acting elsewhere (a local-inference sampler's)
@@ -298,6 +305,8 @@ class RLAlgorithm(Algorithm):
             raw=learner.raw_experience,
             bootstrap=learner.needs_bootstrap_row(),
         )
+        if self._unroll_observer is not None:
+            self._unroll_observer(unroll)
         learner.train(unroll)
         self._data_transformer.after_train_iter()
         return unroll.num_env_steps

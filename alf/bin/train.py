@@ -29,6 +29,14 @@ r"""Train a policy: ``python -m alf.bin.train --conf CONF --root_dir DIR``.
   line override the recorded ones (``--conf_param`` values win over recorded ones
   for the same name; ``--gin_param`` values come first).
   A resume without ``--conf`` takes the same recorded values from ``root_dir``.
+* ``--verify_record ROOT_DIR [--verify_iterations N]``: rebuild the run in ``ROOT_DIR``
+  from its record (as ``--from_record``), train its first N iterations (default: those
+  recorded, at most 5) into a temporary root_dir (``--root_dir``: a new or empty one,
+  kept) and compare each iteration's unroll hash with ``ROOT_DIR/train/
+  unroll_hashes.jsonl`` (``TrainerConfig.record_unroll_hashes``), one line per
+  iteration; exit 0 when all match, 1 at a mismatch (naming the first iteration that
+  differs), 2 on bad input. The layout flags (``--num_processes``, ``--conf_param``)
+  may differ from the run's. ``ROOT_DIR`` is only read (``alf.trainers.verify_record``).
 
 Every run records how it was made: ``root_dir/alf_config.py`` (the operative
 configuration as a runnable conf, headed by comments with the command line,
@@ -90,6 +98,15 @@ flags.DEFINE_string(
 )
 flags.DEFINE_bool(
     "wandb", None, "Also log the scalars to Weights & Biases (TrainerConfig.use_wandb)."
+)
+flags.DEFINE_string(
+    "verify_record",
+    None,
+    "Re-run the first iterations of the run in this root_dir and "
+    "compare their unroll hashes with its record.",
+)
+flags.DEFINE_integer(
+    "verify_iterations", None, "Iterations --verify_record re-runs (default: up to 5)."
 )
 flags.DEFINE_bool("verbose", False, "On an error, print its traceback above the error line.")
 flags.DEFINE_integer(
@@ -266,6 +283,8 @@ def _record_details(trainer, args: RunArgs) -> dict:
 def main(argv) -> int:
     if refuse_stray_arguments("alf.bin.train", argv):
         return 2
+    if FLAGS.verify_record:
+        return _verify()
     if not FLAGS.root_dir:
         print("alf.bin.train: error: --root_dir is required", file=sys.stderr)
         return 2
@@ -287,7 +306,54 @@ def main(argv) -> int:
         launch_ranks.finish()
 
 
-def _train(root_dir: str, scratch_dir: str) -> int:
+def _verify() -> int:
+    """``--verify_record``: re-run the recorded run's first iterations, compare hashes."""
+    from alf.trainers import verify_record
+
+    if FLAGS.conf or FLAGS.gin_file or FLAGS.from_record:
+        print(
+            "alf.bin.train: error: --verify_record rebuilds the run from its record: give "
+            "no --conf, --gin_file or --from_record",
+            file=sys.stderr,
+        )
+        return 2
+    if FLAGS.dist_timeout is not None:
+        os.environ["ALF_DIST_TIMEOUT"] = str(FLAGS.dist_timeout)
+    work_dir = FLAGS.root_dir
+    try:
+        recorded = verify_record.recorded_hashes(FLAGS.verify_record, FLAGS.verify_iterations)
+        if work_dir and launch_ranks.is_main():  # (rank 0 may have written there already)
+            work_dir = verify_record.checked_work_dir(work_dir)
+    except ValueError as e:
+        report_error("alf.bin.train", e)
+        return 2
+    temporary = not work_dir
+    work_dir = tempfile.mkdtemp(prefix="alf-verify-") if temporary else _absolute(work_dir)
+    try:
+        if FLAGS.num_processes != 1:  # the ranks train into the same directory
+            argv = [*sys.argv[1:], "--root_dir", work_dir]
+            return launch_ranks.start(FLAGS.num_processes, argv)
+        FLAGS.from_record = FLAGS.verify_record
+        scratch_dir = tempfile.mkdtemp(prefix="alf-train-")
+        try:
+            status = _train(work_dir, scratch_dir, stop_after=len(recorded))
+        finally:
+            shutil.rmtree(scratch_dir, ignore_errors=True)
+            launch_ranks.finish()
+        if status != 0 or not launch_ranks.is_main():
+            return status
+        verdict = verify_record.compare(recorded, work_dir)
+        if verdict is not None:
+            print(f"alf.bin.train: {verdict}")
+            return 1
+        print(f"alf.bin.train: the {len(recorded)} iterations match the record")
+        return 0
+    finally:
+        if temporary:
+            shutil.rmtree(work_dir, ignore_errors=True)
+
+
+def _train(root_dir: str, scratch_dir: str, stop_after: int | None = None) -> int:
     from alf.trainers.signals import SignalCatcher, StopRequested
 
     trainer = None
@@ -307,7 +373,7 @@ def _train(root_dir: str, scratch_dir: str) -> int:
         if launch_ranks.is_main():  # rank 0 alone writes the run's record
             _write_record(root_dir, trainer, args)
         logging.info("Training in %s with conf %s", root_dir, args.conf)
-        status = _run(trainer, catcher)
+        status = _run(trainer, catcher, stop_after)
         if status == 0 and launch_ranks.is_main():
             from alf.utils import run_record
 
@@ -331,7 +397,7 @@ def _write_record(root_dir: str, trainer, args: RunArgs) -> None:
         run_record.store_snapshot(root_dir)
 
 
-def _run(trainer, catcher) -> int:
+def _run(trainer, catcher, stop_after: int | None = None) -> int:
     """``trainer.train()``; a failure that is not a bug in alf becomes one line and 1."""
     from alf.environments.process_protocol import EnvironmentProcessError
     from alf.environments.step_guard import EnvironmentStepTimeout, StepInterrupted
@@ -340,7 +406,7 @@ def _run(trainer, catcher) -> int:
     from alf.utils.finite import NonFiniteError
 
     try:
-        trainer.train(catcher)
+        trainer.train(catcher, stop_after=stop_after)
     except StepInterrupted as e:  # outside an iteration (resuming, restarting the envs)
         logging.warning("%s", e)
         print(f"alf.bin.train: stopped by {catcher.caught}; the newest checkpoint is kept")

@@ -12,6 +12,8 @@ The loop (``_train``) calls ``algorithm.train_iter()`` until ``num_iterations`` 
 * ``evaluator.TrainingEvaluation``: evaluations of the deterministic policy;
 * ``tracking.RunSummaries``: tensorboard summaries (``root_dir/train``,
   ``root_dir/eval``), HParams, wandb;
+* ``unroll_record.UnrollHashRecord``: the hash of every iteration's unroll
+  (``root_dir/train/unroll_hashes.jsonl``);
 * ``environments``: the training env (or remote samplers) and the evaluation env;
 * ``signals.RunStop``: stop signals (agreed over the learner ranks); ``data_parallel``:
   the other differences of several learner ranks; ``alf.pbt.member``: the
@@ -48,6 +50,7 @@ from alf.trainers.progress import ProgressBar
 from alf.trainers.run_state import RunState
 from alf.trainers.signals import RunStop, SignalCatcher
 from alf.trainers.tracking import RunSummaries, check_config
+from alf.trainers.unroll_record import UnrollHashRecord
 from alf.utils import device as device_utils
 from alf.utils import malloc, torch_utils
 from alf.utils.training_progress import progress_in_use
@@ -78,6 +81,7 @@ class PolicyTrainer:
         if config.keep_freed_memory and not malloc.keep_freed_memory():
             logging.info("TrainerConfig.keep_freed_memory: not glibc, the allocator is as it was")
         self._env = self._eval_env = self._samplers = None
+        self._stop_after = None
         self._summaries = RunSummaries()
         self._stop = RunStop()
         try:
@@ -105,6 +109,9 @@ class PolicyTrainer:
             logging.info("Training updates in mixed precision: %s", self._algorithm.mixed_precision)
         self._checkpoints = RunCheckpoints(self._root_dir, config, self._algorithm, run)
         self._resume_state = self._checkpoints.load_resume_state()
+        self._unroll_record = UnrollHashRecord(
+            self._root_dir, self._algorithm, observe=config.record_unroll_hashes
+        )
         self._evaluator = self._evaluation = None
         if self._eval_env is not None:
             self._evaluator = Evaluator(
@@ -164,16 +171,21 @@ class PolicyTrainer:
 
     # -- the run -------------------------------------------------------------------------
 
-    def train(self, catcher: SignalCatcher | None = None) -> None:
+    def train(self, catcher: SignalCatcher | None = None, stop_after: int | None = None) -> None:
         """Run training to the end (or to SIGTERM/SIGINT), then close the environments.
 
         Args:
             catcher: an entered ``SignalCatcher`` to take the stop signal from (the CLI's,
                 which already covers writing the run's record); None: one of its own.
+            stop_after: stop (with a checkpoint) once this many iterations are done, the
+                budget and everything it drives (schedules, checkpoint times) staying as
+                configured (``alf.bin.train --verify_record``); None: run to the end.
         """
+        self._stop_after = stop_after
         try:
             with progress_in_use(self._run.progress):
                 restored = self._restore()
+                self._unroll_record.continue_from(self._run.iteration)
                 self._summaries.open(self._root_dir, self._config, self._run.seed)
                 collectives.broadcast_state(self._algorithm)  # all ranks start from rank 0's
                 if not restored:
@@ -223,7 +235,7 @@ class PolicyTrainer:
     def _train_loop(self, progress_bar: ProgressBar) -> None:
         cfg, run = self._config, self._run
         start_time, start_steps = time.time(), run.env_steps
-        while not run.done() and not self._stop.agreed():
+        while not run.done() and not self._stop.agreed() and not self._stopping_early():
             run.publish_progress()
             record = run.iteration % cfg.summary_interval == 0
             alf.summary.set_global_counter(run.iteration)
@@ -235,6 +247,7 @@ class PolicyTrainer:
             iter_time = time.time() - iter_start
             run.iteration += 1
             run.env_steps += steps
+            self._unroll_record.commit(run.iteration, run.env_steps)
             if record:
                 metrics = self._algorithm.metrics.results()
                 self._summaries.write_train(metrics, iter_time, steps / max(iter_time, 1e-9), run)
@@ -248,6 +261,10 @@ class PolicyTrainer:
             progress_bar.update(
                 run.fraction_done(), run.iteration, run.env_steps, rate, self._algorithm.metrics
             )
+
+    def _stopping_early(self) -> bool:
+        """``train(stop_after=n)``'s ``n`` iterations are done."""
+        return self._stop_after is not None and self._run.iteration >= self._stop_after
 
     def _run_iteration(self) -> int | None:
         """``train_iter()``'s env steps; None when a stop signal abandoned its unroll.
