@@ -11,28 +11,43 @@ resumes from, else the conf's (with ``PBTConfig.initial_values``, and mutated wh
 After each training iteration, ``after_iteration`` checks whether the env steps reached
 the next multiple of ``PBTConfig.interval_steps``. At such a check the member
 
-1. publishes its algorithm state (weights, optimizers, data transformers), objective and
+1. publishes its algorithm state (weights, optimizers, data transformers; and its replay
+   buffer when ``PBTConfig.replay_buffer_on_exploit`` is ``'copy'``), objective and
    hyperparameter values to the workspace, and records its best checkpoint;
 2. unless it is waiting (``start_after`` env steps after its last change,
    ``initial_delay`` from the start), reads the population (each peer's newest entry
    with env steps <= its own) and asks ``alf.pbt.rule.decide``;
 3. on ``exploit``, loads the source's algorithm state (checked against its own with the
    trainer's checkpoint compatibility check; a peer checkpoint that is missing, corrupt
-   or does not fit is skipped with a log line), takes the source's values and mutates
-   them; on ``mutate_only``, mutates its own; then applies the new values (they override
-   what the copied optimizer state holds);
-4. appends the decision to the workspace's ``lineage.jsonl`` (old and new values) and
+   or does not fit is skipped with a log line), keeps, empties or copies its replay
+   buffer as ``replay_buffer_on_exploit`` says (``alf.pbt.exploit``), has remote samplers
+   act with the new weights from the next unroll on, takes the source's values and
+   mutates them; on ``mutate_only``, mutates its own; then applies the new values (they
+   override what the copied optimizer state holds);
+4. appends the decision to the workspace's ``lineage.jsonl`` (old and new values; for an
+   exploit with a replay buffer, ``replay_buffer``: the policy and each env's stored
+   steps after it) and
    writes the values to tensorboard (``pbt/<Name.arg>``, ``pbt/objective``, over env
    steps) and to ``root_dir/pbt/hyperparameters.json``: the values in force and their
    history, which ``alf_config.py``'s header then quotes.
 
 A check whose workspace files cannot be written (a full disk, a lost mount) is skipped
-with one error line; training goes on. The member keeps its own env steps, iteration,
-episode metrics and replay buffer: an exploit replaces only the algorithm's state. Its PBT
+with one error line; training goes on. The member keeps its own env steps, iteration
+and episode metrics: an exploit replaces the algorithm's state (and the replay buffer as
+configured). Its PBT
 state (values in force, last check, last change, history) is saved in the trainer's
 checkpoints, so a resumed member goes on with the values it had. Every random draw of a
 check comes from a generator seeded by (``PBTConfig.seed`` or the run's seed,
 ``policy_idx``, env steps): the same seeds and the same schedule give the same lineage.
+
+**Several learner ranks** (``alf.bin.train --num_processes K``): every rank has a member
+with the same state. Rank 0 alone publishes, decides, reads the source's checkpoint and
+writes the member's files; the objective is the mean over the ranks that finished an
+episode. The change it decides (the new values, and the source's state on an exploit) is
+broadcast (``collectives.broadcast_object``) and applied by every rank the same way, so
+the copies of the algorithm stay equal; after each change the ranks compare the sha256
+of their algorithm states (one log line a rank) and stop with an error if they differ.
+With ``'copy'`` every rank takes the source's rank-0 buffer, as a resume does.
 """
 
 from __future__ import annotations
