@@ -15,6 +15,11 @@ their hyperparameters). The conf sets ``PBTConfig`` (``mutation`` at least; see
   e.g. ``'1:PBTConfig.initial_values={"Adam.lr": 1e-6}'``.
 * ``--max_parallel P``: most members at once (default ``N``). When ``P < N`` the members
   run in turns, each to its next PBT check (``alf.tuning.pbt.launcher``).
+* ``--num_processes K``: each member trains on ``K`` data-parallel learner ranks
+  (``alf.bin.train --num_processes K``; default 1): the conf's
+  ``create_environment.num_parallel_environments`` and ``TrainerConfig.mini_batch_size``
+  are each member's totals and must divide by ``K``. Rank 0 publishes and decides, every
+  rank loads what an exploit copies (``alf.pbt.member``).
 * ``--max_restarts R``: a member that crashes (non-zero exit other than 2, e.g. killed) is
   started again from its checkpoint at most ``R`` times (default 3).
 * ``--backend processes|slurm``: local subprocesses (default; with GPUs, spread
@@ -65,6 +70,7 @@ flags.DEFINE_multi_string("conf_param", [], "'Name.arg=value' for every member."
 flags.DEFINE_multi_string("member_conf_param", [], "'K:Name.arg=value' for member K.")
 flags.DEFINE_enum("backend", "processes", ["processes", "slurm"], "Where members run.")
 flags.DEFINE_bool("status", False, "Print the population table of --workspace.")
+flags.DEFINE_integer("num_processes", 1, "Data-parallel learner ranks of each member.")
 flags.DEFINE_integer("max_restarts", 3, "Restarts of a crashed member.")
 flags.DEFINE_float("stop_timeout", 120.0, "Seconds to wait for stopped members before killing.")
 flags.DEFINE_bool("store_snapshot", True, "Each member stores a snapshot of the alf source.")
@@ -140,6 +146,7 @@ def _check_conf(conf: str, params: list[str], workspace: str, what: str) -> int 
 
         config = PBTConfig()
         seed = alf.config_util.get_config_value(_SEED)
+        _check_divisible(FLAGS.num_processes)
     except (ValueError, TypeError, FileNotFoundError, KeyError, ImportError) as e:
         raise SetupError(f"{what}: {one_line(e)}") from e
     finally:
@@ -150,6 +157,21 @@ def _check_conf(conf: str, params: list[str], workspace: str, what: str) -> int 
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
         raise SetupError(f"{conf}: {_SEED} must be an int, got {seed!r}")
     return seed
+
+
+def _check_divisible(num_processes: int) -> None:
+    """The global batch settings of the loaded conf divide by the member's learner ranks."""
+    import alf
+    from alf.environments import utils  # noqa: F401  (defines create_environment)
+
+    names = ("create_environment.num_parallel_environments", "TrainerConfig.mini_batch_size")
+    for name in names:
+        total = alf.config_util.get_config_value(name)
+        if num_processes > 1 and isinstance(total, int) and total % num_processes:
+            raise ValueError(
+                f"{name}={total} is a member's total over its --num_processes "
+                f"{num_processes} learner ranks and must divide by {num_processes}"
+            )
 
 
 def make_plan(workspace: str) -> Plan:
@@ -167,6 +189,8 @@ def make_plan(workspace: str) -> Plan:
     max_parallel = num_policies if FLAGS.max_parallel is None else FLAGS.max_parallel
     if max_parallel < 1:
         raise SetupError(f"--max_parallel must be positive, got {max_parallel}")
+    if FLAGS.num_processes < 1:
+        raise SetupError(f"--num_processes must be >= 1, got {FLAGS.num_processes}")
     if FLAGS.max_restarts < 0:
         raise SetupError(f"--max_restarts must be >= 0, got {FLAGS.max_restarts}")
     max_parallel = min(max_parallel, num_policies)
@@ -185,7 +209,14 @@ def make_plan(workspace: str) -> Plan:
             params.append(f"{_SEED}={seed + idx}")  # before the --conf_param values: it wins
         params += conf_params
         command = launcher.member_command(
-            conf, workspace, idx, num_policies, params, in_turns, FLAGS.store_snapshot
+            conf,
+            workspace,
+            idx,
+            num_policies,
+            params,
+            in_turns,
+            FLAGS.store_snapshot,
+            num_processes=FLAGS.num_processes,
         )
         entry = {"policy_idx": idx, "command": command, "status": launcher.PENDING}
         old = previous.get(idx)
@@ -230,7 +261,7 @@ def _backend(workspace: str):
         return launcher.SlurmBackend(workspace, parameters)
     import torch
 
-    return launcher.ProcessBackend(num_gpus=torch.cuda.device_count())
+    return launcher.ProcessBackend(torch.cuda.device_count(), FLAGS.num_processes)
 
 
 def _check_backend() -> None:
@@ -260,15 +291,17 @@ def _run(plan: Plan) -> int:
             "member_conf_params": {str(k): v for k, v in plan.member_params.items()},
             "num_policies": plan.num_policies,
             "max_parallel": plan.max_parallel,
+            "num_processes": FLAGS.num_processes,
             "backend": FLAGS.backend,
             "start_time": launcher.now(),
             "members": plan.entries,
         }
         launcher.write_record(workspace, record)
         logging.info(
-            "PBT in %s: %d members, at most %d at once%s",
+            "PBT in %s: %d members of %d learner rank(s), at most %d at once%s",
             workspace,
             plan.num_policies,
+            FLAGS.num_processes,
             plan.max_parallel,
             " (in turns)" if plan.max_parallel < plan.num_policies else "",
         )

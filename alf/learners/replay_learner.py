@@ -121,6 +121,15 @@ class ReplayLearner(Learner):
         else:
             self._pending_replay_buffer_state = state
 
+    def reset_replay_buffer(self) -> None:
+        """Empty the replay buffer as at a fresh start (a PBT member's
+        ``replay_buffer_on_exploit='reset'``): training waits again for
+        ``initial_collect_steps`` steps of every env, as a resume of the emptied buffer would."""
+        if self._replay_buffer is not None:
+            self._replay_buffer.clear()
+        self._pending_replay_buffer_state = None
+        self._initial_collect_done = False
+
     def end_trajectories(self) -> None:
         """End each env's stored trajectory at its newest step.
 

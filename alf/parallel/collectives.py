@@ -14,7 +14,9 @@ because every update uses the same gradients and every normalizer the same stati
   of the concatenated data;
 * ``broadcast_state``: at start (and after a resume) rank 0's parameters and buffers are
   copied to every rank;
-* ``sum_across_ranks`` / ``mean_across_ranks``: env-step counts, stop requests, metrics.
+* ``sum_across_ranks`` / ``mean_across_ranks``: env-step counts, stop requests, metrics;
+* ``broadcast_object``: rank 0's value on every rank (a PBT member's decision and the
+  state it copied, ``alf.pbt.member``).
 
 Outside a process group (one process, the default) every function here is the identity,
 so single-process training runs exactly as before.
@@ -315,3 +317,16 @@ def all_gather_objects(obj) -> list:
     with _collective():
         dist.all_gather_object(gathered, obj)
     return gathered
+
+
+def broadcast_object(obj):
+    """Rank 0's ``obj`` (any picklable value, e.g. a state dict of CPU tensors) on every
+    rank; ``obj`` itself when not distributed. Every rank calls it (the others' ``obj``
+    is ignored)."""
+    if not is_active():
+        return obj
+    holder = [obj if is_main() else None]
+    device = _device_for_collectives()
+    with _collective():
+        dist.broadcast_object_list(holder, src=0, device=device)
+    return holder[0]

@@ -19,6 +19,8 @@ from alf.pbt import rule
 TRUE_OBJECTIVE = "AverageEnvInfo/true_objective"
 #: the objective otherwise
 AVERAGE_RETURN = "AverageReturn"
+#: what an exploiting member does with its replay buffer (``PBTConfig.replay_buffer_on_exploit``)
+REPLAY_BUFFER_POLICIES = ("keep", "reset", "copy")
 #: the names of ``alf.metrics.EpisodeMetrics.results()`` besides ``AverageEnvInfo/<field>``
 EPISODE_METRICS = (
     "AverageReturn",
@@ -75,6 +77,18 @@ class PBTConfig:
         stop_after_check: end the run (with a checkpoint, exit 0) after each check, so a
             launcher can run the members in turns; the member leaves ``pbt/yielded`` in its
             workspace folder when it stops so.
+        replay_buffer_on_exploit: what an exploiting member with a replay buffer (an
+            off-policy algorithm: SAC, DDPG/TD3, DQN, ...) does with it when it takes the
+            source's weights and optimizer state: ``'keep'`` (the default) its own
+            buffer, as it is; ``'reset'`` empty it, as at a fresh start: training waits
+            again until every env has ``TrainerConfig.initial_collect_steps`` steps
+            (acting at random meanwhile for an algorithm with ``random_initial_collect``),
+            so a resume from a checkpoint of the emptied buffer continues the same way;
+            ``'copy'`` take the source's buffer (every member then publishes its buffer
+            with its state, in the same sha256-checked file: each published checkpoint,
+            ``keep_checkpoints`` of them, holds a buffer's worth of bytes). With several
+            learner ranks, every rank takes the source's rank-0 buffer (as a resume
+            does). Ignored by algorithms without a replay buffer (on-policy ones).
     """
 
     workspace: str | None = None
@@ -97,6 +111,7 @@ class PBTConfig:
     mutate_initial: bool = False
     keep_checkpoints: int = 3
     stop_after_check: bool = False
+    replay_buffer_on_exploit: str = "keep"
 
     @property
     def enabled(self) -> bool:
@@ -149,6 +164,12 @@ class PBTConfig:
         for name in ("mutate_initial", "stop_after_check"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"PBTConfig.{name} must be True or False")
+        if self.replay_buffer_on_exploit not in REPLAY_BUFFER_POLICIES:
+            raise ValueError(
+                "PBTConfig.replay_buffer_on_exploit must be one of "
+                f"{', '.join(map(repr, REPLAY_BUFFER_POLICIES))}, "
+                f"got {self.replay_buffer_on_exploit!r}"
+            )
         specs = self.mutations()
         self._check_initial_values({s.name for s in specs})
 

@@ -11,28 +11,43 @@ resumes from, else the conf's (with ``PBTConfig.initial_values``, and mutated wh
 After each training iteration, ``after_iteration`` checks whether the env steps reached
 the next multiple of ``PBTConfig.interval_steps``. At such a check the member
 
-1. publishes its algorithm state (weights, optimizers, data transformers), objective and
+1. publishes its algorithm state (weights, optimizers, data transformers; and its replay
+   buffer when ``PBTConfig.replay_buffer_on_exploit`` is ``'copy'``), objective and
    hyperparameter values to the workspace, and records its best checkpoint;
 2. unless it is waiting (``start_after`` env steps after its last change,
    ``initial_delay`` from the start), reads the population (each peer's newest entry
    with env steps <= its own) and asks ``alf.pbt.rule.decide``;
 3. on ``exploit``, loads the source's algorithm state (checked against its own with the
    trainer's checkpoint compatibility check; a peer checkpoint that is missing, corrupt
-   or does not fit is skipped with a log line), takes the source's values and mutates
-   them; on ``mutate_only``, mutates its own; then applies the new values (they override
-   what the copied optimizer state holds);
-4. appends the decision to the workspace's ``lineage.jsonl`` (old and new values) and
+   or does not fit is skipped with a log line), keeps, empties or copies its replay
+   buffer as ``replay_buffer_on_exploit`` says (``alf.pbt.exploit``), has remote samplers
+   act with the new weights from the next unroll on, takes the source's values and
+   mutates them; on ``mutate_only``, mutates its own; then applies the new values (they
+   override what the copied optimizer state holds);
+4. appends the decision to the workspace's ``lineage.jsonl`` (old and new values; for an
+   exploit with a replay buffer, ``replay_buffer``: the policy and each env's stored
+   steps after it) and
    writes the values to tensorboard (``pbt/<Name.arg>``, ``pbt/objective``, over env
    steps) and to ``root_dir/pbt/hyperparameters.json``: the values in force and their
    history, which ``alf_config.py``'s header then quotes.
 
 A check whose workspace files cannot be written (a full disk, a lost mount) is skipped
-with one error line; training goes on. The member keeps its own env steps, iteration,
-episode metrics and replay buffer: an exploit replaces only the algorithm's state. Its PBT
+with one error line; training goes on. The member keeps its own env steps, iteration
+and episode metrics: an exploit replaces the algorithm's state (and the replay buffer as
+configured). Its PBT
 state (values in force, last check, last change, history) is saved in the trainer's
 checkpoints, so a resumed member goes on with the values it had. Every random draw of a
 check comes from a generator seeded by (``PBTConfig.seed`` or the run's seed,
 ``policy_idx``, env steps): the same seeds and the same schedule give the same lineage.
+
+**Several learner ranks** (``alf.bin.train --num_processes K``): every rank has a member
+with the same state. Rank 0 alone publishes, decides, reads the source's checkpoint and
+writes the member's files; the objective is the mean over the ranks that finished an
+episode. The change it decides (the new values, and the source's state on an exploit) is
+broadcast (``collectives.broadcast_object``) and applied by every rank the same way, so
+the copies of the algorithm stay equal; after each change the ranks compare the sha256
+of their algorithm states (one log line a rank) and stop with an error if they differ.
+With ``'copy'`` every rank takes the source's rank-0 buffer, as a resume does.
 """
 
 from __future__ import annotations
@@ -47,6 +62,8 @@ import time
 import numpy as np
 
 import alf.summary
+from alf.parallel import collectives
+from alf.pbt import exploit as ex
 from alf.pbt import hyperparameters as hp
 from alf.pbt import mutation as mut
 from alf.pbt import rule
@@ -54,7 +71,6 @@ from alf.pbt.config import AVERAGE_RETURN, TRUE_OBJECTIVE, PBTConfig
 from alf.pbt.files import atomic_write
 from alf.pbt.workspace import Workspace
 from alf.utils import run_record
-from alf.utils.checkpoint_utils import CheckpointError, check_compatible
 
 #: the member's record of its values, in its root_dir
 HYPERPARAMETERS_FILE = run_record.PBT_HYPERPARAMETERS
@@ -193,15 +209,7 @@ class PBTMember:
         if checked:
             self._last_boundary = boundary
             start = time.perf_counter()
-            try:
-                self._check(env_steps)
-            except OSError as e:  # WorkspaceWriteError too: the run goes on without PBT now
-                logging.error(
-                    "PBT member %d: the check at %d env steps failed and is skipped: %s",
-                    self._idx,
-                    env_steps,
-                    e,
-                )
+            self._check(env_steps)
             self.last_check_seconds = time.perf_counter() - start
             logging.info(
                 "PBT member %d: check at %d env steps took %.3fs",
@@ -219,43 +227,75 @@ class PBTMember:
         return True
 
     def _write_marker(self, name: str, env_steps: int) -> None:
+        if not collectives.is_main():
+            return
         path = os.path.join(self._workspace.pbt_dir(self._idx), name)
         atomic_write(path, json.dumps({"env_steps": env_steps}).encode())
 
     def _start(self) -> None:
         self._started = True
+        if not collectives.is_main():  # rank 0 writes the member's files
+            return
         os.makedirs(self._workspace.pbt_dir(self._idx), exist_ok=True)
         self._summarize(self._start_steps, None)
         self._write_record()
 
     def _check(self, env_steps: int) -> None:
-        objective, metric = self._objective()
-        state = {"algorithm": self._algorithm.state_dict()}
+        """One check. With several learner ranks, rank 0 publishes, decides and reads the
+        source's state; the change (values, and the state an exploit loads) is broadcast,
+        so every rank's copy of the algorithm stays equal."""
+        objective, metric = self._objective()  # (over all ranks)
+        change = None
+        if collectives.is_main():
+            self._change = None
+            try:
+                self._check_main(env_steps, objective, metric)
+            except OSError as e:  # WorkspaceWriteError too: the run goes on without PBT now
+                logging.error(
+                    "PBT member %d: the check at %d env steps failed and is skipped: %s",
+                    self._idx,
+                    env_steps,
+                    e,
+                )
+            change, self._change = self._change, None
+        change = collectives.broadcast_object(change)
+        if change is None:
+            return
+        if not collectives.is_main():
+            self._follow(change)
+        if collectives.is_active():
+            kind = change["history"]["kind"]
+            ex.check_ranks_equal(self._algorithm, f"PBT member {self._idx}: after the {kind}")
+
+    def _check_main(self, env_steps: int, objective: float, metric: str) -> None:
+        state = ex.published_state(self._algorithm, self._config.replay_buffer_on_exploit)
         iteration = self._trainer.iteration  # training iterations done, as in ckpt-<iteration>
         self._workspace.publish(self._idx, env_steps, iteration, objective, self._values, state)
+        state.pop("replay_buffer", None)  # the best checkpoint is for play: no buffer
         self._workspace.record_best(self._idx, objective, iteration, state)
         del state
         rng = self._rng(env_steps, "check")
         decision = self._decide(env_steps, objective, rng)
         old = dict(self._values)
         extra = {}
+        copied = None
         if decision.kind == rule.EXPLOIT:
-            base, problem = self._exploit(decision.source)
+            base, copied, problem = self._exploit(decision.source)
             if base is None:
                 decision = rule.Decision(rule.CONTINUE, message=problem)
             else:
                 self._values = self._mutate(base, rng)
-                extra = {"source_objective": decision.source.objective}
+                extra = {"source_objective": decision.source.objective, **problem}
         elif decision.kind == rule.MUTATE_ONLY:
             self._values = self._mutate(old, rng)
         if decision.kind != rule.CONTINUE:
-            self._apply(self._values)
-            self._changed_at = env_steps
-            self._history.append(
-                self._history_record(
-                    decision.kind, env_steps, self._trainer.iteration, decision.source_idx
-                )
+            record = self._history_record(
+                decision.kind, env_steps, self._trainer.iteration, decision.source_idx
             )
+            self._change = {"values": dict(self._values), "history": record}
+            if copied is not None:  # the other ranks load it too
+                self._change["state"] = copied.state if collectives.is_active() else None
+            self._apply_change(self._change)
         self._workspace.append_lineage(
             self._idx,
             env_steps,
@@ -272,6 +312,22 @@ class PBTMember:
         self._summarize(env_steps, objective)
         if decision.kind != rule.CONTINUE:
             self._write_record()
+
+    def _apply_change(self, change: dict) -> None:
+        """Apply a decided change (an exploit's state is loaded already): the values."""
+        if "state" in change:
+            ex.weights_replaced(self._algorithm)  # remote samplers act with the new weights
+        self._apply(change["values"])
+        self._changed_at = change["history"]["env_steps"]
+        self._history.append(dict(change["history"], values=dict(self._values)))
+
+    def _follow(self, change: dict) -> None:
+        """A rank other than 0: apply the change rank 0 decided, and load the state it
+        copied (checked there; the algorithms of all ranks are equal)."""
+        if "state" in change:
+            policy = self._config.replay_buffer_on_exploit
+            ex.SourceState(change["state"], self._algorithm, policy, "rank 0's copy").apply()
+        self._apply_change(change)
 
     def _decide(self, env_steps: int, objective: float, rng: random.Random) -> rule.Decision:
         cfg = self._config
@@ -300,30 +356,27 @@ class PBTMember:
             replace_threshold_frac_absolute=cfg.replace_threshold_frac_absolute,
         )
 
-    def _exploit(self, source: rule.PeerEntry) -> tuple[dict | None, str]:
-        """Load ``source``'s algorithm state; return its values, or None and why not."""
+    def _exploit(self, source: rule.PeerEntry):
+        """Load ``source``'s state (checked first: a state that does not fit changes
+        nothing) and treat the replay buffer as ``replay_buffer_on_exploit`` says; return
+        the source's values, the ``SourceState`` and the lineage's extra fields, or
+        ``(None, None, why not)``."""
         entry = source.checkpoint
         where = os.path.join(self._workspace.pbt_dir(entry.policy_idx), entry.checkpoint)
-        state = self._workspace.load_checkpoint(entry)
-        problem = None
-        if state is None:
-            problem = "its checkpoint cannot be read"
-        elif not isinstance(state.get("algorithm"), dict):
-            problem = "its checkpoint holds no algorithm state"
-        else:
-            try:
-                check_compatible(state["algorithm"], self._algorithm.state_dict(), where)
-            except CheckpointError as e:
-                problem = str(e)
+        policy = self._config.replay_buffer_on_exploit
+        copied = ex.SourceState(
+            self._workspace.load_checkpoint(entry), self._algorithm, policy, where
+        )
+        problem = copied.problem
         if problem is None:
             try:
-                self._algorithm.load_state_dict(state["algorithm"])
+                buffer = copied.apply()
             except (RuntimeError, ValueError, KeyError) as e:
                 problem = f"its algorithm state does not load: {e}"
         if problem is not None:
             message = f"member {self._idx}: not copying member {entry.policy_idx}: {problem}"
             logging.warning("PBT %s", message)
-            return None, message
+            return None, None, message
         base = dict(self._values)
         for name in self._params:
             if name in source.hyperparameters:
@@ -336,7 +389,7 @@ class PBTMember:
                     name,
                     base[name],
                 )
-        return base, ""
+        return base, copied, ({"replay_buffer": buffer} if buffer else {})
 
     # -- helpers ----------------------------------------------------------------
 
@@ -366,23 +419,28 @@ class PBTMember:
         self._values = {name: param.get() for name, param in self._params.items()}
 
     def _objective(self) -> tuple[float, str]:
-        """The objective now (NaN before any episode ended) and the metric it comes from."""
+        """The objective now (NaN before any episode ended) and the metric it comes from;
+        with several learner ranks, the mean over the ranks that finished an episode (as
+        the merged training summaries)."""
         metrics = self._algorithm.metrics
         results = metrics.results()
         name = self._config.objective
         if name is None:
             name = TRUE_OBJECTIVE if TRUE_OBJECTIVE in results else AVERAGE_RETURN
-        if not metrics.has_episodes:
-            return math.nan, name
-        if name not in results:
+        value = math.nan
+        if metrics.has_episodes and name in results:
+            value = float(np.mean(np.asarray(results[name], dtype=np.float64)))
+        elif metrics.has_episodes:
             logging.warning(
                 "PBT member %d: PBTConfig.objective %r is not an episode metric (%s)",
                 self._idx,
                 name,
                 ", ".join(sorted(results)),
             )
-            return math.nan, name
-        return float(np.mean(np.asarray(results[name], dtype=np.float64))), name
+        if collectives.is_active():
+            values = [v for v in collectives.all_gather_objects(value) if math.isfinite(v)]
+            value = sum(values) / len(values) if values else math.nan
+        return value, name
 
     def _history_record(self, kind: str, env_steps: int, iteration: int, source) -> dict:
         return {

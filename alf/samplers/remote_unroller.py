@@ -109,6 +109,14 @@ class SamplerUnroller(Actor):
         self.restart()
         return num_steps * self._env.batch_size
 
+    def weights_replaced(self) -> None:
+        """The algorithm's weights and statistics were replaced between two iterations (a
+        PBT member's exploit): unrolls acted ahead with the old ones (``max_policy_lag``)
+        are dropped, and the next unroll sends the new ones to every sampler."""
+        self._drain()
+        self._weights = None
+        self._pool.versions = [None] * self._pool.num_samplers
+
     # -- unrolls -------------------------------------------------------------------------
 
     def unroll(self, num_steps: int, raw: bool = False, bootstrap: bool = False) -> Unroll:

@@ -127,12 +127,7 @@ class PolicyTrainer:
         self._init_from_checkpoint = self._checkpoints.init_from()
         # population-based training (alf.pbt.member): None unless PBTConfig.workspace is set
         self._pbt = create_pbt_member(self, self._root_dir, self._resume_state)
-        if self._pbt is not None:
-            if collectives.is_active():
-                raise ValueError(
-                    "PBTConfig.workspace is set: a population member trains in one process "
-                    "(drop --num_processes)"
-                )
+        if self._pbt is not None:  # (with several ranks, every rank has one: rank 0 decides)
             self._checkpoints.add_part("pbt", self._pbt.state_dict)
 
     # -- what the run is ---------------------------------------------------------------

@@ -201,6 +201,11 @@ def test_refused_input_is_one_line_and_writes_nothing(tmp_path, monkeypatch):
             ["--num_policies", 2, "--conf_param", "PBTConfig.mutation={'Adam.lr': 'jump'}"],
             "PBTConfig.mutation: Mutation 'Adam.lr': unknown kind 'jump'",
         ),
+        (
+            ["--num_policies", 2, "--num_processes", 3],
+            "create_environment.num_parallel_environments=2 is a member's total over its "
+            "--num_processes 3 learner ranks and must divide by 3",
+        ),
     ]
     procs = [launch(workspace, *args) for args, _ in cases]
     for proc, (_, message) in zip(procs, cases):
@@ -218,6 +223,10 @@ def test_members_are_spread_over_the_visible_gpus():
     assert [device_env(visible, k, 3)["CUDA_VISIBLE_DEVICES"] for k in range(4)] == list("3573")
     assert device_env(visible, 1, 3)["X"] == "1" and visible["CUDA_VISIBLE_DEVICES"] == "3, 5,7"
     assert device_env({"X": "1"}, 4, 0) == {"X": "1"}
+    # members of 2 learner ranks: one device a rank, blocks round-robin
+    two = [device_env({}, k, 4, num_processes=2)["CUDA_VISIBLE_DEVICES"] for k in range(3)]
+    assert two == ["0,1", "2,3", "0,1"]
+    assert device_env(visible, 0, 3, num_processes=4)["CUDA_VISIBLE_DEVICES"] == "3,5,7"
 
 
 def test_the_slurm_backend_runs_members_as_submitit_jobs(tmp_path):
@@ -239,3 +248,43 @@ def test_the_slurm_backend_runs_members_as_submitit_jobs(tmp_path):
         ["000", "finished", "0", "512"],
         ["001", "finished", "0", "512"],
     ]
+
+
+SAC_PBT_CONF = os.path.join(REPO, "tests", "confs", "tiny_sac_pbt_conf.py")
+RANK_DIGEST = re.compile(
+    r"PBT member 1: after the exploit: learner rank (\d) holds the algorithm state sha256 "
+    r"([0-9a-f]{64})"
+)
+
+
+def test_members_on_two_learner_ranks_each_exploit_with_equal_ranks(tmp_path):
+    """Two SAC members of 2 ranks each (``--num_processes 2``), in turns on one slot, so the
+    order is fixed: member 0 trains its 4 iterations to its one check, then member 1, whose
+    objective names no episode metric (NaN: the worst), copies member 0 at its check; both
+    its ranks log the same state afterwards."""
+    workspace = str(tmp_path / "ws")
+    proc = start(
+        LAUNCH, "--conf", SAC_PBT_CONF, "--workspace", workspace, "--nostore_snapshot",
+        "--num_policies", 2, "--max_parallel", 1, "--num_processes", 2,
+        "--conf_param", "PBTConfig.replay_buffer_on_exploit='keep'",
+        "--conf_param", "TrainerConfig.num_iterations=4",
+        "--member_conf_param", "1:PBTConfig.objective='AverageEnvInfo/none'",
+    )  # fmt: skip
+    code, _, stderr = finish(proc)
+    assert code == 0, stderr[-3000:]
+    launched = record(workspace)
+    assert launched["num_processes"] == 2
+    members = launched["members"]
+    assert [(m["status"], m["attempts"]) for m in members] == [("finished", 1)] * 2
+    assert all("--num_processes 2" in " ".join(m["command"]) for m in members)
+    lineage = [
+        (r["member"], r["env_steps"], r["kind"], r["source"])
+        for r in Workspace(workspace).read_lineage()
+    ]
+    assert lineage == [(0, 32, "continue", None), (1, 32, "exploit", 0)]
+    with open(os.path.join(workspace, "logs", "001.log")) as f:
+        found = RANK_DIGEST.findall(f.read())
+    assert sorted(rank for rank, _ in found) == ["0", "1"]  # one line a rank
+    assert len({digest for _, digest in found}) == 1
+    with open(os.path.join(workspace, "001", "config_files", "run.json")) as f:
+        assert json.load(f)["learner_processes"] == 2

@@ -3,7 +3,10 @@
 Each member is one ``python -m alf.bin.train`` command (``member_command``), started by a
 backend: ``ProcessBackend`` (local subprocesses, each in its own session, output appended
 to ``WORKSPACE/logs/NNN.log``; with GPUs, each member sees one, round-robin over the
-devices visible to the launcher) or ``SlurmBackend`` (one submitit job per run; needs ``submitit``).
+devices visible to the launcher, or one per learner rank) or ``SlurmBackend`` (one
+submitit job per run; needs ``submitit``). A member may itself be ``K`` data-parallel
+learner ranks (``num_processes``: ``alf.bin.train --num_processes K``, which starts and
+watches them; rank 0 decides for the member, ``alf.pbt.member``).
 
 At most ``max_parallel`` members run at once. When that is fewer than the population,
 the members run in turns: each is started with ``PBTConfig.stop_after_check=True``, so it
@@ -81,14 +84,18 @@ def member_command(
     conf_params: list[str],
     in_turns: bool,
     store_snapshot: bool = True,
+    num_processes: int = 1,
 ) -> list[str]:
     """The ``alf.bin.train`` command of member ``policy_idx``.
 
     The PBT values come first (command-line values are immutable, the first one set wins),
-    then ``conf_params`` (the member's own, then the population's).
+    then ``conf_params`` (the member's own, then the population's). With ``num_processes``
+    K > 1 the member trains on K data-parallel learner ranks (``--num_processes K``).
     """
     command = [sys.executable, "-m", "alf.bin.train", "--conf", conf]
     command += ["--root_dir", member_dir(workspace, policy_idx)]
+    if num_processes > 1:
+        command += ["--num_processes", str(num_processes)]
     params = [
         f"PBTConfig.workspace={workspace!r}",
         f"PBTConfig.policy_idx={policy_idx}",
@@ -167,15 +174,18 @@ class _Process:
             self.proc.kill()
 
 
-def device_env(env: dict, policy_idx: int, num_gpus: int) -> dict:
-    """``env`` with ``CUDA_VISIBLE_DEVICES`` the one device of member ``policy_idx``, round-robin
-    over the devices ``env`` makes visible (all ``num_gpus`` when it names none); unchanged
-    without GPUs."""
+def device_env(env: dict, policy_idx: int, num_gpus: int, num_processes: int = 1) -> dict:
+    """``env`` with ``CUDA_VISIBLE_DEVICES`` the devices of member ``policy_idx``: one per
+    learner rank (``num_processes``, at most all of them), round-robin over the devices
+    ``env`` makes visible (all ``num_gpus`` when it names none); unchanged without GPUs."""
     env = dict(env)
     if num_gpus > 0:
         visible = env.get("CUDA_VISIBLE_DEVICES")
         devices = visible.split(",") if visible else [str(i) for i in range(num_gpus)]
-        env["CUDA_VISIBLE_DEVICES"] = devices[policy_idx % len(devices)].strip()
+        count = min(max(num_processes, 1), len(devices))
+        first = policy_idx * count
+        chosen = [devices[(first + j) % len(devices)].strip() for j in range(count)]
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(chosen)
     return env
 
 
@@ -185,13 +195,15 @@ class ProcessBackend:
     name = "processes"
     poll_seconds = _POLL_SECONDS
 
-    def __init__(self, num_gpus: int = 0):
+    def __init__(self, num_gpus: int = 0, num_processes: int = 1):
         self._num_gpus = num_gpus
+        self._num_processes = num_processes
         self._prctl = _prctl()
 
     def start(self, policy_idx: int, command: list[str], env: dict, log_path: str) -> _Process:
-        """Start ``command``; with GPUs, on device ``policy_idx % num_gpus``."""
-        return _Process(command, device_env(env, policy_idx, self._num_gpus), log_path, self._prctl)
+        """Start ``command``; with GPUs, on its devices (``device_env``)."""
+        env = device_env(env, policy_idx, self._num_gpus, self._num_processes)
+        return _Process(command, env, log_path, self._prctl)
 
 
 class _SlurmJob:
