@@ -2,12 +2,16 @@
 
 One JSON line per training iteration, written by rank 0 as the iteration completes::
 
-    {"iteration": 3, "env_steps": 96, "unroll_sha256": "9f2c..."}
+    {"iteration": 3, "env_steps": 96, "unroll_sha256": "9f2c...",
+     "trajectory_sha256": "51ab...", "learner_ranks": 1}
 
 ``iteration`` counts from 1 (iteration 1's unroll is acted before any update),
-``env_steps`` is the run's total after it, and ``unroll_sha256`` is
+``env_steps`` is the run's total after it, ``unroll_sha256`` is
 ``alf.utils.unroll_hash.unroll_hash`` of the per-environment digests of the iteration's
-``Unroll``, taken right after the unroll and before the learner trains on it. With
+``Unroll``, taken right after the unroll and before the learner trains on it,
+``trajectory_sha256`` the same of its time steps and actions alone (the policy's outputs
+left out: ``K`` learner ranks compute them from parameters that differ in the last bits),
+and ``learner_ranks`` the number of data-parallel learner ranks that made it. With
 several learner ranks every rank digests its own environments and rank 0 hashes all of
 them in rank order (rank ``r`` steps the contiguous block ``[r B/K, (r+1) B/K)``), so the
 hash is that of a single process stepping all ``B`` environments when the unrolls are
@@ -83,7 +87,10 @@ class UnrollHashRecord:
             algorithm.set_unroll_observer(self._observe)
 
     def _observe(self, unroll) -> None:
-        self._digests = unroll_hash.env_digests(unroll)
+        self._digests = (
+            unroll_hash.env_digests(unroll),
+            unroll_hash.env_digests(unroll, trajectory=True),
+        )
 
     def continue_from(self, iteration: int) -> None:
         """Drop the lines after ``iteration`` (the checkpoint training goes on from; 0 for
@@ -118,14 +125,19 @@ class UnrollHashRecord:
         digests, self._digests = self._digests, None
         if digests is None:  # the algorithm does not unroll through train_iter
             return
+        full, trajectory = digests
         if collectives.is_active():
-            digests = [d for rank in collectives.all_gather_objects(digests) for d in rank]
+            gathered = collectives.all_gather_objects(digests)
+            full = [d for rank in gathered for d in rank[0]]
+            trajectory = [d for rank in gathered for d in rank[1]]
         if not collectives.is_main():
             return
         line = {
             "iteration": int(iteration),
             "env_steps": int(env_steps),
-            "unroll_sha256": unroll_hash.unroll_hash(digests),
+            "unroll_sha256": unroll_hash.unroll_hash(full),
+            "trajectory_sha256": unroll_hash.unroll_hash(trajectory),
+            "learner_ranks": collectives.world_size(),
         }
         _append_line(self.path, json.dumps(line, separators=(", ", ": ")) + "\n")
 

@@ -68,7 +68,11 @@ def compare(recorded: list[dict], root_dir: str, out=print) -> str | None:
     """Compare the ``recorded`` lines with those of the re-run in ``root_dir``, calling
     ``out`` with one line per iteration: ``iteration 3: match``,
     ``iteration 3: MISMATCH recorded <hash> got <hash>``, or ``iteration 3: not reached``
-    (the re-run stopped before it, e.g. by SIGTERM).
+    (the re-run stopped before it, e.g. by SIGTERM). When the two were made by different
+    numbers of learner ranks, whose parameters differ in the last bits (the gradients are
+    summed in another order), the trajectories (time steps and actions) must match, and
+    a difference in the policy's outputs alone is reported as
+    ``iteration 3: trajectory match (...)``.
 
     Returns:
         None when all match, else one line saying why not, naming the first iteration
@@ -85,10 +89,23 @@ def compare(recorded: list[dict], root_dir: str, out=print) -> str | None:
             verdict = verdict or f"the re-run stopped before iteration {iteration}"
         elif mine["unroll_sha256"] == expected:
             out(f"iteration {iteration}: match")
+        elif _trajectory_suffices(entry, mine):
+            out(
+                f"iteration {iteration}: trajectory match (the policy's outputs differ: "
+                f"{entry.get('learner_ranks', 1)} learner rank(s) recorded, "
+                f"{mine.get('learner_ranks', 1)} now)"
+            )
         else:
             out(f"iteration {iteration}: MISMATCH recorded {expected} got {mine['unroll_sha256']}")
             verdict = verdict or f"iteration {iteration} is the first that differs from the record"
     return verdict
+
+
+def _trajectory_suffices(recorded: dict, mine: dict) -> bool:
+    """Different numbers of learner ranks, and the same time steps and actions."""
+    ranks = recorded.get("learner_ranks", 1), mine.get("learner_ranks", 1)
+    trajectories = recorded.get("trajectory_sha256"), mine.get("trajectory_sha256")
+    return ranks[0] != ranks[1] and trajectories[0] is not None and len(set(trajectories)) == 1
 
 
 def checked_work_dir(path: str) -> str:

@@ -18,6 +18,13 @@ in the global order of the environments:
   being in the global order of the environments (gathered from the ranks in rank order:
   rank ``r`` steps the contiguous block ``[r B/K, (r+1) B/K)``).
 
+``env_digests(unroll, trajectory=True)`` hashes only what the environments saw and did:
+the time steps (``env_id`` left out) and the actions, not the policy's outputs
+(``rollout_info``, ``state``). Those are floats a learner computes with its parameters:
+``K`` learner ranks sum the gradients in another order than one process, so their
+parameters, and the log-probabilities and values computed with them, differ in the last
+bits while the trajectories stay the same.
+
 Raw (replay) and transformed (on-policy) unrolls are both hashed as they are held.
 Tensors are brought to the CPU once per leaf (the ``T`` rows stacked on their device
 first) and hashed from their numpy buffers: an Atari-sized ``[8, 16, 4, 84, 84]``
@@ -44,8 +51,11 @@ def _without_env_id(experience):
     return experience._replace(time_step=time_step._replace(env_id=()))
 
 
-def _tensor_leaves(experience) -> list[torch.Tensor]:
-    return [x for x in nest.flatten(_without_env_id(experience)) if isinstance(x, torch.Tensor)]
+def _tensor_leaves(experience, trajectory: bool = False) -> list[torch.Tensor]:
+    experience = _without_env_id(experience)
+    if trajectory and hasattr(experience, "time_step"):
+        experience = (experience.time_step, experience.action)
+    return [x for x in nest.flatten(experience) if isinstance(x, torch.Tensor)]
 
 
 def _bytes_by_env(x: torch.Tensor):
@@ -63,24 +73,25 @@ def _bytes_by_env(x: torch.Tensor):
     return header, as_bytes.numpy()
 
 
-def env_digests(unroll) -> list[bytes]:
+def env_digests(unroll, trajectory: bool = False) -> list[bytes]:
     """The per-environment sha256 digests of ``unroll`` (module docstring), in the
     unroll's batch order.
 
     Args:
         unroll: an ``Unroll`` (``experiences`` list of ``Experience`` ``[B, ...]`` and an
             optional ``bootstrap`` ``Experience`` ``[B, ...]``).
+        trajectory: hash only the time steps and actions (not the policy's outputs).
     Returns:
         ``B`` digests of ``DIGEST_BYTES`` bytes each (``[]`` for an empty unroll).
     """
     experiences = list(unroll.experiences)
     if not experiences:
         return []
-    rows = [_tensor_leaves(e) for e in experiences]
+    rows = [_tensor_leaves(e, trajectory) for e in experiences]
     # [T, B, ...] -> [B, T, ...]: one environment's column is one contiguous block
     leaves = [torch.stack(column, dim=1) for column in zip(*rows, strict=True)]
     if getattr(unroll, "bootstrap", None) is not None:
-        leaves += _tensor_leaves(unroll.bootstrap)
+        leaves += _tensor_leaves(unroll.bootstrap, trajectory)
     if not leaves:
         return []
     num_envs = int(leaves[0].shape[0])

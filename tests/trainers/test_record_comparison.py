@@ -79,3 +79,25 @@ def test_a_given_work_dir_must_be_new_or_empty(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(ValueError, match="must be new or empty"):
         checked_work_dir(str(tmp_path))
+
+
+def test_another_number_of_ranks_needs_the_same_trajectories(tmp_path):
+    def write(root, lines):
+        path = os.path.join(root, HASHES_FILE)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            for i, (full, trajectory, ranks) in enumerate(lines, start=1):
+                entry = dict(iteration=i, env_steps=8 * i, unroll_sha256=full)
+                entry.update(trajectory_sha256=trajectory, learner_ranks=ranks)
+                f.write(json.dumps(entry) + "\n")
+
+    write(tmp_path / "record", [("a1", "t1", 1), ("a2", "t2", 1)])
+    recorded = recorded_hashes(str(tmp_path / "record"), None)
+    write(tmp_path / "two_ranks", [("a1", "t1", 2), ("b2", "t2", 2)])
+    out = []
+    assert compare(recorded, str(tmp_path / "two_ranks"), out.append) is None
+    assert out[0] == "iteration 1: match" and out[1].startswith("iteration 2: trajectory match")
+    write(tmp_path / "one_rank", [("a1", "t1", 1), ("b2", "t2", 1)])  # same layout: all bits
+    assert "iteration 2" in compare(recorded, str(tmp_path / "one_rank"), [].append)
+    write(tmp_path / "acted_otherwise", [("a1", "t1", 2), ("b2", "u2", 2)])
+    assert "iteration 2" in compare(recorded, str(tmp_path / "acted_otherwise"), [].append)

@@ -96,10 +96,18 @@ def test_rank_zero_hashes_the_gathered_digests_in_rank_order(tmp_path, monkeypat
     algorithm = _Algorithm()
     record = UnrollHashRecord(str(tmp_path), algorithm)
     mine, theirs = [b"\x00" * 32, b"\x01" * 32], [b"\x02" * 32]
-    monkeypatch.setattr(unroll_record.unroll_hash, "env_digests", lambda unroll: mine)
+    mine_t, theirs_t = [b"\x03" * 32, b"\x04" * 32], [b"\x05" * 32]
+
+    def digests(unroll, trajectory=False):
+        return mine_t if trajectory else mine
+
+    monkeypatch.setattr(unroll_record.unroll_hash, "env_digests", digests)
     monkeypatch.setattr(unroll_record.collectives, "is_active", lambda: True)
     monkeypatch.setattr(unroll_record.collectives, "is_main", lambda: True)
-    monkeypatch.setattr(unroll_record.collectives, "all_gather_objects", lambda x: [x, theirs])
+    monkeypatch.setattr(unroll_record.collectives, "world_size", lambda: 2)
+    monkeypatch.setattr(
+        unroll_record.collectives, "all_gather_objects", lambda x: [x, (theirs, theirs_t)]
+    )
     algorithm.observer("an unroll")
     record.commit(7, 224)
     (entry,) = read_hashes(record.path)
@@ -107,6 +115,8 @@ def test_rank_zero_hashes_the_gathered_digests_in_rank_order(tmp_path, monkeypat
         "iteration": 7,
         "env_steps": 224,
         "unroll_sha256": unroll_hash.unroll_hash(mine + theirs),
+        "trajectory_sha256": unroll_hash.unroll_hash(mine_t + theirs_t),
+        "learner_ranks": 2,
     }
     monkeypatch.setattr(unroll_record.collectives, "is_main", lambda: False)  # rank 1
     algorithm.observer("an unroll")

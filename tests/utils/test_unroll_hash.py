@@ -120,3 +120,22 @@ def test_strided_bool_bfloat16_and_empty_leaves_are_hashed_by_their_values():
     assert env_digests(Unroll([exp, exp])) == env_digests(Unroll([dense, dense]))
     assert len(set(env_digests(Unroll([exp])))) == 4
     assert env_digests(Unroll([])) == []
+
+
+def test_the_trajectory_hash_leaves_out_the_policys_outputs():
+    unroll = _unroll([0, 1, 2])
+
+    def with_info(u, value):
+        def add(e):
+            return e._replace(rollout_info=torch.full((3,), value))
+
+        return Unroll([add(e) for e in u.experiences], add(u.bootstrap))
+
+    a, b = with_info(unroll, 0.25), with_info(unroll, 0.25 + 2**-20)
+    assert env_digests(a) != env_digests(b)
+    assert env_digests(a, trajectory=True) == env_digests(b, trajectory=True)
+    assert env_digests(a, trajectory=True) == env_digests(unroll, trajectory=True)
+    changed = Unroll(
+        [e._replace(action=1 - e.action) for e in unroll.experiences], unroll.bootstrap
+    )
+    assert env_digests(changed, trajectory=True) != env_digests(unroll, trajectory=True)
