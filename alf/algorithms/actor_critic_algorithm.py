@@ -198,11 +198,11 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
             return observation
         return self._encoding_network(observation)[0]
 
-    def _policy(self, inputs: TimeStep, state, acting: bool):
+    def _policy(self, inputs: TimeStep, state, check: bool):
         """``(π(·|s), actor state, observation without the mask, encoding)``; with an action
-        mask π is over the legal actions only (``alf/utils/action_mask.py``); ``acting``: a
-        row of a non-LAST step without a legal action is then an error."""
-        observation, mask = action_mask.split_time_step(inputs, self._name if acting else None)
+        mask π is over the legal actions only (``alf/utils/action_mask.py``); ``check``
+        (rollout): a row of a non-LAST step without a legal action is then an error."""
+        observation, mask = action_mask.split_time_step(inputs, self._name if check else None)
         encoding = self._encode(observation)
         dist, actor_state = self._heads[0](encoding, state.actor)
         dist = action_mask.mask_distribution(dist, mask)
@@ -215,7 +215,7 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
     def predict_step(self, inputs: TimeStep, state) -> AlgStep:
         """The mode of the policy (a sample with probability ``epsilon_greedy``), legal
         actions only if the observation has an action mask."""
-        dist, actor_state, _, _ = self._policy(inputs, state, acting=True)
+        dist, actor_state, _, _ = self._policy(inputs, state, check=False)
         action = dist_utils.get_mode(dist)
         if self._epsilon_greedy > 0:
             sample = dist_utils.sample_action_distribution(dist)
@@ -234,7 +234,7 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
 
     def rollout_step(self, inputs: TimeStep, state) -> AlgStep:
         """Sample an action; keep its log-probability and the state value."""
-        dist, actor_state, _, encoding = self._policy(inputs, state, acting=True)
+        dist, actor_state, _, encoding = self._policy(inputs, state, check=True)
         value, value_state = self._heads[1](encoding, state.value)
         action = dist_utils.sample_action_distribution(dist)
         log_prob = dist_utils.compute_log_probability(dist, action)
@@ -250,7 +250,7 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
         The entropy is ``()`` when ``loss.uses_entropy()`` is False (no entropy bonus
         and no summaries this update): nothing would read it.
         """
-        dist, actor_state, observation, encoding = self._policy(inputs, state, acting=False)
+        dist, actor_state, observation, encoding = self._policy(inputs, state, check=False)
         value, value_state = self._heads[1](encoding, state.value)
         info = ActorCriticInfo(
             step_type=inputs.step_type,

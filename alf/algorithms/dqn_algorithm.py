@@ -336,21 +336,22 @@ class DqnAlgorithm(OffPolicyAlgorithm):
 
     # -- acting ----------------------------------------------------------------
 
-    def _greedy(self, inputs: TimeStep, network=None, acting: bool = True):
+    def _greedy(self, inputs: TimeStep, network=None, check: bool = False):
         """``(values [B, |A|] (or quantiles), a* = argmax_a Q(s, a) [B] over the legal
-        actions, bool mask or None)`` of ``network`` (the online one when None)."""
-        observation, mask = action_mask.split_time_step(inputs, self._name if acting else None)
+        actions, bool mask or None)`` of ``network`` (the online one when None); ``check``
+        (rollout): a non-LAST row without a legal action is an error."""
+        observation, mask = action_mask.split_time_step(inputs, self._name if check else None)
         values = (network or self._q_network)(observation)[0]
         return values, action_mask.mask_logits(expected_q(values), mask).argmax(-1), mask
 
-    def _epsilon_greedy_action(self, inputs: TimeStep, epsilon: float) -> torch.Tensor:
+    def _epsilon_greedy_action(self, inputs: TimeStep, epsilon: float, check=False):
         """Greedy in :math:`Q_\\theta`, uniformly random (among the legal actions) with
         probability ``epsilon``; ``[B]``.
 
         The random draws are made whatever ``epsilon`` is, so the random stream
         (and hence a seeded run) does not depend on the schedule.
         """
-        _, greedy, mask = self._greedy(inputs)
+        _, greedy, mask = self._greedy(inputs, check=check)
         batch_size = greedy.shape[0]
         if mask is None:
             random = torch.randint(0, self._num_actions, (batch_size,), device=greedy.device)
@@ -381,7 +382,7 @@ class DqnAlgorithm(OffPolicyAlgorithm):
         noise first for a noisy network)."""
         for layer in self._noisy_layers:
             layer.reset_noise()
-        action = self._epsilon_greedy_action(inputs, self.current_rollout_epsilon())
+        action = self._epsilon_greedy_action(inputs, self.current_rollout_epsilon(), check=True)
         return AlgStep(output=action, state=state, info=DqnRolloutInfo(action=action))
 
     # -- training --------------------------------------------------------------
@@ -396,9 +397,9 @@ class DqnAlgorithm(OffPolicyAlgorithm):
         """:math:`Q_{\\theta'}(s, a^*)` ``[M]`` (quantiles ``[M, N]``) for time steps
         ``[M, ...]``, without gradient; :math:`a^*` is greedy in the mean over quantiles,
         among the legal actions."""
-        target_values, best, _ = self._greedy(inputs, self._target_q_network, acting=False)
+        target_values, best, _ = self._greedy(inputs, self._target_q_network)
         if self._double_dqn:
-            best = self._greedy(inputs, acting=False)[1]
+            best = self._greedy(inputs)[1]
         return select_action(target_values, best)
 
     def train_steps(self, experience: Experience) -> DqnInfo:

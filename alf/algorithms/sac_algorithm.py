@@ -361,7 +361,7 @@ class SacAlgorithm(OffPolicyAlgorithm):
     def predict_step(self, inputs: TimeStep, state) -> AlgStep:
         """The mode of the policy (deterministic evaluation), ``[B, ...]``; without an
         actor, a sample instead with probability ``TrainerConfig.epsilon_greedy`` (ALF)."""
-        observation, mask = action_mask.split_time_step(inputs, self._name)
+        observation, mask = action_mask.split_time_step(inputs)
         if self._actor_network is None:
             log_pi = self._log_probs(observation, mask)
             index = epsilon_greedy_action(log_pi, self._epsilon_greedy)

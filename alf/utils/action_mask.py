@@ -31,10 +31,13 @@ to what the networks return:
 - a uniformly random action (epsilon-greedy, random initial collection) is uniform over
   the legal actions (``uniform_legal_action``).
 
-**No legal action.** A row of a step being acted on with no legal action raises a
-one-line ``ValueError`` naming the field (``legal_mask(..., name=)``), except at a LAST
-step, whose action the environment ignores: there, and in training (where only such
-rows can have none), such a row is treated as all legal, so that nothing becomes NaN.
+**No legal action.** In ``rollout_step`` (training's acting), a row with no legal action
+raises a one-line ``ValueError`` naming the algorithm and the field
+(``legal_mask(..., name=)``), except at a LAST step, whose action the environment
+ignores. Everywhere else (``predict_step``, training, a traced or compiled step) such a
+row is treated as all legal, so that nothing becomes NaN: evaluation, ``alf.bin.play``
+and an exported policy never fail on it (and the check, which reads the mask on the
+host, is not in their graphs).
 An observation with the field and a continuous (or non-scalar) action spec is a
 ``ValueError`` when the algorithm is built.
 """
@@ -98,7 +101,7 @@ def legal_mask(mask: torch.Tensor, step_type=None, name: str | None = None) -> t
     LAST (the environment ignores that action). This reads the mask on the host."""
     mask = mask if mask.dtype == torch.bool else mask != 0
     none_legal = ~mask.any(-1, keepdim=True)
-    if name is not None:
+    if name is not None and not torch.compiler.is_compiling() and not torch.jit.is_tracing():
         bad = none_legal.squeeze(-1)
         if step_type is not None:
             bad = bad & (step_type != StepType.LAST)
