@@ -415,6 +415,7 @@ class ActionMaskFromInfo(gym.Wrapper):
         return self._observation(observation, info, False)
 
     def step(self, action):
-        observation, reward, terminated, truncated, info = self.env.step(action)
+        # a plain int: toy-text envs index tables with it (alf passes a 0-d array)
+        observation, reward, terminated, truncated, info = self.env.step(int(action))
         observation, info = self._observation(observation, info, terminated or truncated)
         return observation, reward, terminated, truncated, info
