@@ -94,11 +94,14 @@ def split_observation(observation):
     return _without_mask(observation), observation[ACTION_MASK_FIELD]
 
 
-def legal_mask(mask: torch.Tensor, step_type=None, name: str | None = None) -> torch.Tensor:
-    """The bool mask ``[..., num_actions]``; a row with no legal action becomes all legal.
+def legal_mask(mask: torch.Tensor | None, step_type=None, name: str | None = None):
+    """The bool mask ``[..., num_actions]`` (None: None); a row with no legal action becomes
+    all legal.
 
     With ``name`` (acting), such a row is a ``ValueError`` unless its ``step_type`` is
     LAST (the environment ignores that action). This reads the mask on the host."""
+    if mask is None:
+        return None
     mask = mask if mask.dtype == torch.bool else mask != 0
     none_legal = ~mask.any(-1, keepdim=True)
     if name is not None and not torch.compiler.is_compiling() and not torch.jit.is_tracing():

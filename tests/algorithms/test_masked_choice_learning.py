@@ -17,14 +17,18 @@ from alf.algorithms.actor_critic_algorithm import ActorCriticAlgorithm
 from alf.algorithms.actor_critic_loss import ActorCriticLoss
 from alf.algorithms.config import TrainerConfig
 from alf.algorithms.dqn_algorithm import DqnAlgorithm
+from alf.algorithms.ppg_algorithm import PPGAlgorithm, PPGAuxOptions
+from alf.algorithms.ppg_aux_phase_loss import PPGAuxPhaseLoss
 from alf.algorithms.ppo_algorithm import PPOAlgorithm
 from alf.algorithms.ppo_loss import PPOLoss
 from alf.algorithms.qrdqn_algorithm import QrdqnAlgorithm
 from alf.algorithms.sac_algorithm import SacAlgorithm
 from alf.algorithms.td_loss import OneStepTDLoss
+from alf.algorithms.trac_algorithm import trac_class
 from alf.environments import suite_gym
 from alf.environments.utils import create_environment
 from alf.networks.actor_distribution_networks import ActorDistributionNetwork
+from alf.networks.encoding_networks import EncodingNetwork
 from alf.networks.q_networks import QNetwork
 from alf.networks.rnn_networks import ActorDistributionRNNNetwork, ValueRNNNetwork
 from alf.networks.value_networks import ValueNetwork
@@ -108,6 +112,14 @@ def _off_policy(cls, **kwargs):
     return dict(cls=cls, config=config, **kwargs)
 
 
+def _trac_ppo(**kwargs):
+    """PPO with TRAC's trust-region step (what ``TracAlgorithm(ac_algorithm_cls=PPOAlgorithm)``
+    builds, with PPO's arguments given here instead of configured)."""
+    algorithm = trac_class(PPOAlgorithm)(**kwargs)
+    algorithm._setup_trust_region(action_dist_clip_per_dim=0.01)
+    return algorithm
+
+
 FC = functools.partial(ActorDistributionNetwork, fc_layer_params=(32,))
 VALUE = functools.partial(ValueNetwork, fc_layer_params=(32,))
 PPO_LOSS = functools.partial(PPOLoss, gamma=0.9, td_lambda=0.95, normalize_advantages=True)
@@ -124,6 +136,28 @@ ALGORITHMS = {
             ActorCriticAlgorithm, ActorCriticLoss(gamma=0.9), FC, VALUE, mini_batch_length=16
         ),
         60,
+    ),
+    "trac_ppo": lambda: (
+        _on_policy(_trac_ppo, PPO_LOSS(), FC, VALUE, num_updates_per_train_iter=4),
+        30,
+    ),
+    "ppg": lambda: (
+        dict(
+            cls=PPGAlgorithm,
+            config=TrainerConfig(
+                unroll_length=16,
+                mini_batch_length=1,
+                mini_batch_size=64,
+                num_updates_per_train_iter=4,
+            ),
+            aux_options=PPGAuxOptions(interval=4, mini_batch_size=16, num_updates_per_train_iter=2),
+            encoding_network_ctor=functools.partial(EncodingNetwork, fc_layer_params=(32,)),
+            policy_optimizer=Adam(lr=1e-2),
+            aux_optimizer=Adam(lr=1e-2),
+            loss=PPO_LOSS(),
+            aux_loss=PPGAuxPhaseLoss(gamma=0.9),
+        ),
+        30,
     ),
     "recurrent_ppo": lambda: (
         _on_policy(
@@ -156,6 +190,20 @@ ALGORITHMS = {
             random_initial_collect=True,
         ),
         150,
+    ),
+    "sac_actor": lambda: (
+        _off_policy(
+            SacAlgorithm,
+            actor_network_ctor=FC,
+            critic_network_ctor=None,
+            q_network_ctor=Q,
+            critic_loss_ctor=functools.partial(OneStepTDLoss, gamma=0.9),
+            actor_optimizer=Adam(lr=3e-3),
+            critic_optimizer=Adam(lr=3e-3),
+            alpha_optimizer=Adam(lr=3e-3),
+            random_initial_collect=True,
+        ),
+        200,
     ),
     "dqn": lambda: (
         _off_policy(DqnAlgorithm, q_network_ctor=Q, gamma=0.9, optimizer=Adam(lr=3e-3)),
