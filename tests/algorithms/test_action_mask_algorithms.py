@@ -260,3 +260,14 @@ def test_a_mask_with_continuous_actions_is_one_line_value_error():
         SacAlgorithm(OBS_SPEC, continuous)
     with pytest.raises(ValueError, match=r"^DqnAlgorithm: .*must have shape \(3,\)"):
         DqnAlgorithm(OBS_SPEC, BoundedTensorSpec((), torch.int64, 0, 2))
+
+
+def test_observation_normalizer_leaves_the_action_mask_alone():
+    from alf.data_transformers import ObservationNormalizer
+
+    normalizer = ObservationNormalizer(OBS_SPEC, update_mode="rollout")
+    spec = normalizer.transformed_observation_spec
+    assert spec["action_mask"] == OBS_SPEC["action_mask"]
+    steps, _ = _random_masks(5)
+    out = normalizer.transform_timestep(steps, ())[0]
+    assert torch.equal(out.observation["action_mask"], steps.observation["action_mask"])
