@@ -78,6 +78,12 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
     is optimized by ``optimizer``. The encoder must be feed-forward. The mirror loss
     goes through the encoder (the mirrored observation is encoded too).
 
+    **Action masks** (``observation['action_mask']``, ``alf/utils/action_mask.py``): the
+    networks (and the shared encoder) are built on, and read, the observation without the
+    mask; π(·|s) is restricted to the legal actions in every step, so the sampled and the
+    evaluated actions, log π (PPO's importance ratio and its approximate KL) and the
+    entropy are those of the distribution over the legal actions.
+
     Args:
         observation_spec: spec of the (transformed) observation.
         action_spec: spec of the action.

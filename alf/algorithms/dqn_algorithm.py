@@ -341,7 +341,7 @@ class DqnAlgorithm(OffPolicyAlgorithm):
         actions, bool mask or None)`` of ``network`` (the online one when None); ``check``
         (rollout): a non-LAST row without a legal action is an error."""
         observation, mask = action_mask.split_time_step(inputs, self._name if check else None)
-        values = (network or self._q_network)(observation)[0]
+        values = (self._q_network if network is None else network)(observation)[0]
         return values, action_mask.mask_logits(expected_q(values), mask).argmax(-1), mask
 
     def _epsilon_greedy_action(self, inputs: TimeStep, epsilon: float, check=False):

@@ -43,6 +43,10 @@ def test_masked_probabilities_entropy_and_kl_are_those_of_the_legal_actions(buil
     entropy = [-sum(p * math.log(p) for p in row if p > 0) for row in probs]
     torch.testing.assert_close(dist_utils.entropy(dist), torch.tensor(entropy))
     torch.testing.assert_close(dist.entropy(), torch.tensor(entropy))
+    # torch's Categorical gives the same with -inf logits (its entropy clamps them to the
+    # dtype's minimum, as mask_logits sets them)
+    minus_inf = build(LOGITS.masked_fill(~MASK, float("-inf")))
+    torch.testing.assert_close(minus_inf.entropy(), torch.tensor(entropy))
     # KL(p || q) against the uniform distribution over the same legal actions: log 2 - H
     uniform = action_mask.mask_distribution(build(torch.zeros_like(LOGITS)), MASK)
     kl = [math.log(2) - h for h in entropy]
