@@ -12,7 +12,7 @@ The legal action of the highest rank pays +1, the other legal actions 0; an ille
 action ends the episode (terminated) with reward ``illegal_reward`` (-10). Episodes last
 ``episode_length`` steps (a time limit: truncated). The optimal return is therefore
 ``episode_length`` (10), and needs the mask: the best action overall is illegal half of
-the time (``num_legal / num_actions``), so a policy that ignores the mask loses there,
+the time (``1 - num_legal / num_actions``), so a policy that ignores the mask loses there,
 and a policy that reads only the ranks, masked, is optimal. Uniformly random legal
 actions earn ``episode_length / num_legal`` on average (5).
 
