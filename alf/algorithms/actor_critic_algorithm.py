@@ -18,7 +18,7 @@ from alf.networks.actor_distribution_networks import ActorDistributionNetwork
 from alf.networks.encoder_head import EncoderHeadNetwork
 from alf.networks.value_networks import ValueNetwork
 from alf.tensor_specs import TensorSpec
-from alf.utils import dist_utils
+from alf.utils import action_mask, dist_utils
 
 
 class ActorCriticState(NamedTuple):
@@ -78,6 +78,12 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
     is optimized by ``optimizer``. The encoder must be feed-forward. The mirror loss
     goes through the encoder (the mirrored observation is encoded too).
 
+    **Action masks** (``observation['action_mask']``, ``alf/utils/action_mask.py``): the
+    networks (and the shared encoder) are built on, and read, the observation without the
+    mask; π(·|s) is restricted to the legal actions in every step, so the sampled and the
+    evaluated actions, log π (PPO's importance ratio and its approximate KL) and the
+    entropy are those of the distribution over the legal actions.
+
     Args:
         observation_spec: spec of the (transformed) observation.
         action_spec: spec of the action.
@@ -128,8 +134,10 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
                 "the heads only; give optimizer too, for the shared encoder"
             )
         ctors = (actor_network_ctor, value_network_ctor, encoding_network_ctor)
+        # the networks read the observation without its action mask (alf/utils/action_mask.py)
+        network_spec, _ = action_mask.split_observation_spec(observation_spec, action_spec, name)
         encoder, actor_network, value_network = _build_networks(
-            observation_spec, action_spec, ctors, name
+            network_spec, action_spec, ctors, name
         )
         state_spec = ActorCriticState(
             actor=actor_network.state_spec, value=value_network.state_spec
@@ -165,7 +173,7 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
             self.add_optimizer(value_optimizer, [self._heads[1]])
         self._loss = loss if loss is not None else loss_class(debug_summaries=debug_summaries)
         self._mirror = getattr(self._loss, "mirror", None)
-        check_mirror_setup(self._mirror, observation_spec, action_spec, actor_network, name)
+        check_mirror_setup(self._mirror, network_spec, action_spec, actor_network, name)
         if epsilon_greedy is None:
             epsilon_greedy = 0.0 if config is None else config.epsilon_greedy
         self._epsilon_greedy = epsilon_greedy
@@ -196,13 +204,24 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
             return observation
         return self._encoding_network(observation)[0]
 
+    def _policy(self, inputs: TimeStep, state, check: bool):
+        """``(π(·|s), actor state, observation without the mask, encoding)``; with an action
+        mask π is over the legal actions only (``alf/utils/action_mask.py``); ``check``
+        (rollout): a row of a non-LAST step without a legal action is then an error."""
+        observation, mask = action_mask.split_time_step(inputs, self._name if check else None)
+        encoding = self._encode(observation)
+        dist, actor_state = self._heads[0](encoding, state.actor)
+        dist = action_mask.mask_distribution(dist, mask)
+        return dist, actor_state, observation, encoding
+
     @property
     def loss(self):
         return self._loss
 
     def predict_step(self, inputs: TimeStep, state) -> AlgStep:
-        """The mode of the policy (a sample with probability ``epsilon_greedy``)."""
-        dist, actor_state = self._heads[0](self._encode(inputs.observation), state.actor)
+        """The mode of the policy (a sample with probability ``epsilon_greedy``), legal
+        actions only if the observation has an action mask."""
+        dist, actor_state, _, _ = self._policy(inputs, state, check=False)
         action = dist_utils.get_mode(dist)
         if self._epsilon_greedy > 0:
             sample = dist_utils.sample_action_distribution(dist)
@@ -221,9 +240,8 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
 
     def rollout_step(self, inputs: TimeStep, state) -> AlgStep:
         """Sample an action; keep its log-probability and the state value."""
-        encoding = self._encode(inputs.observation)
+        dist, actor_state, _, encoding = self._policy(inputs, state, check=True)
         value, value_state = self._heads[1](encoding, state.value)
-        dist, actor_state = self._heads[0](encoding, state.actor)
         action = dist_utils.sample_action_distribution(dist)
         log_prob = dist_utils.compute_log_probability(dist, action)
         return AlgStep(
@@ -238,9 +256,8 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
         The entropy is ``()`` when ``loss.uses_entropy()`` is False (no entropy bonus
         and no summaries this update): nothing would read it.
         """
-        encoding = self._encode(inputs.observation)
+        dist, actor_state, observation, encoding = self._policy(inputs, state, check=False)
         value, value_state = self._heads[1](encoding, state.value)
-        dist, actor_state = self._heads[0](encoding, state.actor)
         info = ActorCriticInfo(
             step_type=inputs.step_type,
             reward=inputs.reward,
@@ -252,7 +269,7 @@ class ActorCriticAlgorithm(OnPolicyAlgorithm):
             rollout_value=rollout_info.value,
             advantages=rollout_info.advantages,
             returns=rollout_info.returns,
-            mirror=self._mirror_info_if_used(dist, inputs.observation),
+            mirror=self._mirror_info_if_used(dist, observation),
         )
         return AlgStep(
             output=(), state=ActorCriticState(actor=actor_state, value=value_state), info=info

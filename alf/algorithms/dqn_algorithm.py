@@ -76,6 +76,12 @@ before every update (shared by row 0 and, for double DQN, the bootstrap argmax),
 independent noise for the target network before every update. Evaluation (eval mode) uses
 the mean weights. Such a network explores by itself: use ``rollout_epsilon_greedy=0``.
 **Dueling networks**: ``QNetwork(dueling=True)``; nothing changes here.
+
+**Action masks** (``observation['action_mask']``, ``alf/utils/action_mask.py``): the Q
+network reads the observation without the mask; the greedy action, the bootstrap action
+:math:`a^*_m` (:math:`\arg\max` over the actions legal at :math:`s_m`, for double and
+Nature DQN alike) and the epsilon-greedy random action (uniform over the legal ones) see
+only the legal actions.
 """
 
 from __future__ import annotations
@@ -97,6 +103,7 @@ from alf.data_structures import AlgStep, Experience, LossInfo, StepType, TimeSte
 from alf.layers.noisy import noisy_layers
 from alf.networks.q_networks import QNetwork
 from alf.tensor_specs import TensorSpec
+from alf.utils import action_mask
 from alf.utils.schedulers import as_scheduler
 from alf.utils.target_networks import TargetUpdater
 from alf.utils.value_ops import pad_first
@@ -260,7 +267,8 @@ class DqnAlgorithm(OffPolicyAlgorithm):
         if reward_spec.shape != ():
             raise ValueError(f"{name} needs a scalar reward, got reward_spec {reward_spec}")
         check_n_step_config(config, n_step, name)
-        q_network = q_network_ctor(input_tensor_spec=observation_spec, action_spec=action_spec)
+        network_spec, _ = action_mask.split_observation_spec(observation_spec, action_spec, name)
+        q_network = q_network_ctor(input_tensor_spec=network_spec, action_spec=action_spec)
         check_q_network(q_network, self._quantiles, name)
         super().__init__(
             observation_spec=observation_spec,
@@ -328,16 +336,27 @@ class DqnAlgorithm(OffPolicyAlgorithm):
 
     # -- acting ----------------------------------------------------------------
 
-    def _epsilon_greedy_action(self, observation, epsilon: float) -> torch.Tensor:
-        """Greedy in :math:`Q_\\theta`, uniformly random with probability ``epsilon``; ``[B]``.
+    def _greedy(self, inputs: TimeStep, network=None, check: bool = False):
+        """``(values [B, |A|] (or quantiles), a* = argmax_a Q(s, a) [B] over the legal
+        actions, bool mask or None)`` of ``network`` (the online one when None); ``check``
+        (rollout): a non-LAST row without a legal action is an error."""
+        observation, mask = action_mask.split_time_step(inputs, self._name if check else None)
+        values = (self._q_network if network is None else network)(observation)[0]
+        return values, action_mask.mask_logits(expected_q(values), mask).argmax(-1), mask
+
+    def _epsilon_greedy_action(self, inputs: TimeStep, epsilon: float, check=False):
+        """Greedy in :math:`Q_\\theta`, uniformly random (among the legal actions) with
+        probability ``epsilon``; ``[B]``.
 
         The random draws are made whatever ``epsilon`` is, so the random stream
         (and hence a seeded run) does not depend on the schedule.
         """
-        q_values = expected_q(self._q_network(observation)[0])
-        batch_size = q_values.shape[0]
-        greedy = q_values.argmax(-1)
-        random = torch.randint(0, self._num_actions, (batch_size,), device=greedy.device)
+        _, greedy, mask = self._greedy(inputs, check=check)
+        batch_size = greedy.shape[0]
+        if mask is None:
+            random = torch.randint(0, self._num_actions, (batch_size,), device=greedy.device)
+        else:
+            random = action_mask.uniform_legal_action(mask)
         explore = torch.rand(batch_size, device=greedy.device) < epsilon
         return self._q_network.index_action(torch.where(explore, random, greedy))
 
@@ -353,10 +372,9 @@ class DqnAlgorithm(OffPolicyAlgorithm):
     def predict_step(self, inputs: TimeStep, state) -> AlgStep:
         """Greedy action ``[B]`` (random with probability ``epsilon_greedy``)."""
         if self._predict_epsilon > 0:
-            action = self._epsilon_greedy_action(inputs.observation, self._predict_epsilon)
+            action = self._epsilon_greedy_action(inputs, self._predict_epsilon)
         else:
-            q_values = expected_q(self._q_network(inputs.observation)[0])
-            action = self._q_network.index_action(q_values.argmax(-1))
+            action = self._q_network.index_action(self._greedy(inputs)[1])
         return AlgStep(output=action, state=state)
 
     def rollout_step(self, inputs: TimeStep, state) -> AlgStep:
@@ -364,7 +382,7 @@ class DqnAlgorithm(OffPolicyAlgorithm):
         noise first for a noisy network)."""
         for layer in self._noisy_layers:
             layer.reset_noise()
-        action = self._epsilon_greedy_action(inputs.observation, self.current_rollout_epsilon())
+        action = self._epsilon_greedy_action(inputs, self.current_rollout_epsilon(), check=True)
         return AlgStep(output=action, state=state, info=DqnRolloutInfo(action=action))
 
     # -- training --------------------------------------------------------------
@@ -375,12 +393,14 @@ class DqnAlgorithm(OffPolicyAlgorithm):
         raise NotImplementedError(f"{self._name} trains with train_steps on [T, B] experience")
 
     @torch.no_grad()
-    def _bootstrap_value(self, observation) -> torch.Tensor:
-        """:math:`Q_{\\theta'}(s, a^*)` ``[M]`` (quantiles ``[M, N]``) for observations
-        ``[M, ...]``, without gradient; :math:`a^*` is greedy in the mean over quantiles."""
-        target_values, _ = self._target_q_network(observation)
-        online = self._q_network(observation)[0] if self._double_dqn else target_values
-        return select_action(target_values, expected_q(online).argmax(-1))
+    def _bootstrap_value(self, inputs: TimeStep) -> torch.Tensor:
+        """:math:`Q_{\\theta'}(s, a^*)` ``[M]`` (quantiles ``[M, N]``) for time steps
+        ``[M, ...]``, without gradient; :math:`a^*` is greedy in the mean over quantiles,
+        among the legal actions."""
+        target_values, best, _ = self._greedy(inputs, self._target_q_network)
+        if self._double_dqn:
+            best = self._greedy(inputs)[1]
+        return select_action(target_values, best)
 
     def train_steps(self, experience: Experience) -> DqnInfo:
         """:math:`Q_\\theta(s_0, a_0)` with gradient (row 0) and the bootstrap values of
@@ -395,11 +415,15 @@ class DqnAlgorithm(OffPolicyAlgorithm):
             layer.reset_noise()
         ts = experience.time_step
         rows = (ts.step_type.shape[0] - 1, ts.step_type.shape[1])
-        q_values, _ = self._q_network(nest.map_structure(lambda x: x[0], ts.observation))
+        observation, _ = action_mask.split_observation(ts.observation)
+        q_values, _ = self._q_network(nest.map_structure(lambda x: x[0], observation))
         index = self._q_network.action_index(experience.rollout_info.action[0])
         q_value = select_action(q_values, index)
-        next_observation = flat_rows(ts.observation, 1, None)
-        target_q_value = self._bootstrap_value(next_observation)
+        next_steps = TimeStep(
+            step_type=flat_rows(ts.step_type, 1, None),
+            observation=flat_rows(ts.observation, 1, None),
+        )
+        target_q_value = self._bootstrap_value(next_steps)
         target_q_value = target_q_value.reshape(*rows, *target_q_value.shape[1:])
         return DqnInfo(
             reward=ts.reward,

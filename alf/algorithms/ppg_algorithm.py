@@ -52,7 +52,7 @@ from alf.learners.learner import shuffled_mini_batches, split_sequences
 from alf.networks.disjoint_policy_value_network import DisjointPolicyValueNetwork
 from alf.networks.encoding_networks import EncodingNetwork
 from alf.tensor_specs import TensorSpec
-from alf.utils import dist_utils
+from alf.utils import action_mask, dist_utils
 
 _AUX_OPTIMIZER_KEY = "_aux_optimizers"
 
@@ -132,8 +132,10 @@ class PPGAlgorithm(PPOAlgorithm):
         name: str = "PPGAlgorithm",
     ):
         _check_aux_options(aux_options, config, name)
+        # the networks read the observation without its action mask (alf/utils/action_mask.py)
+        network_spec, _ = action_mask.split_observation_spec(observation_spec, action_spec, name)
         network = DisjointPolicyValueNetwork(
-            observation_spec=observation_spec,
+            observation_spec=network_spec,
             action_spec=action_spec,
             encoding_network_ctor=encoding_network_ctor,
         )
@@ -252,7 +254,9 @@ class PPGAlgorithm(PPOAlgorithm):
         """``chunk`` with π_θ's distribution parameters on its states (``[T, B, ...]``)."""
         num_steps, batch_size = chunk.time_step.step_type.shape[:2]
         observation = nest.map_structure(lambda x: x.flatten(0, 1), chunk.time_step.observation)
+        observation, mask = action_mask.split_observation(observation)
         dist, _ = self._network.policy_network(observation)
+        dist = action_mask.mask_distribution(dist, action_mask.legal_mask(mask))
         self._old_policy_spec = dist_utils.extract_spec(dist, from_dim=1)
         params = nest.map_structure(
             lambda x: x.unflatten(0, (num_steps, batch_size)),
@@ -276,7 +280,9 @@ class PPGAlgorithm(PPOAlgorithm):
         return (terms * valid).sum(1) / valid.sum().clamp(min=1)
 
     def _aux_loss_of(self, flat: Experience):
-        (dist, value, aux), _ = self._network(flat.time_step.observation, require_aux=True)
+        observation, mask = action_mask.split_observation(flat.time_step.observation)
+        (dist, value, aux), _ = self._network(observation, require_aux=True)
+        dist = action_mask.mask_distribution(dist, action_mask.legal_mask(mask))
         old = dist_utils.params_to_distributions(
             flat.rollout_info.old_policy, self._old_policy_spec
         )

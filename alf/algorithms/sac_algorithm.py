@@ -46,7 +46,8 @@ the policy is the Boltzmann policy of the critics,
 :math:`\pi(a|s) = \mathrm{softmax}_a(\min_i Q_i(s, a) / \alpha)` (``sac_q_policy``),
 there is no actor loss, and the critic and α losses are those above with this
 :math:`\pi` (held fixed: no gradient flows through it). The default target entropy
-is then ALF's, ``dist_utils.calc_default_target_entropy``.
+is then ALF's, ``dist_utils.calc_default_target_entropy``. An action mask (``action_mask.py``)
+restricts π, its entropy and the targets' expectations to the legal actions.
 
 **Episodic returns.** ``SacRolloutInfo.discounted_return`` receives the replayed
 steps' returns (``ReplayBuffer.record_episodic_return``); they reach the critic loss,
@@ -70,7 +71,7 @@ import alf
 import alf.nest as nest
 from alf.algorithms.off_policy_algorithm import OffPolicyAlgorithm
 from alf.algorithms.sac_loss import sac_loss
-from alf.algorithms.sac_q_policy import epsilon_greedy_action, q_log_probs
+from alf.algorithms.sac_q_policy import epsilon_greedy_action, expectation, q_log_probs
 from alf.algorithms.td_loss import OneStepTDLoss
 from alf.algorithms.transitions import (
     TransitionMask,
@@ -85,7 +86,7 @@ from alf.networks.critic_networks import CriticNetwork, min_over_replicas
 from alf.networks.projection_networks import NormalProjectionNetwork
 from alf.networks.q_networks import QNetwork
 from alf.tensor_specs import TensorSpec
-from alf.utils import dist_utils
+from alf.utils import action_mask, dist_utils
 from alf.utils.math_ops import clipped_exp
 from alf.utils.periodic_reset import make_periodic_reset
 from alf.utils.target_networks import TargetUpdater
@@ -253,12 +254,13 @@ class SacAlgorithm(OffPolicyAlgorithm):
         if actor_network_ctor is None and not self._discrete:
             raise ValueError(f"{name}: actor_network_ctor=None needs discrete actions")
         self._actor_network = None
+        spec, _ = action_mask.split_observation_spec(observation_spec, action_spec, name)
         if actor_network_ctor is not None:
             self._actor_network = actor_network_ctor(
-                input_tensor_spec=observation_spec, action_spec=action_spec
+                input_tensor_spec=spec, action_spec=action_spec
             )
         self._critic_networks = self._make_critics(
-            observation_spec, action_spec, critic_network_ctor, q_network_ctor
+            spec, action_spec, critic_network_ctor, q_network_ctor
         )
         self._target_critic_networks = _copy_critics(self._critic_networks)
         networks = (self._actor_network, *self._critic_networks.modules())
@@ -359,25 +361,29 @@ class SacAlgorithm(OffPolicyAlgorithm):
     def predict_step(self, inputs: TimeStep, state) -> AlgStep:
         """The mode of the policy (deterministic evaluation), ``[B, ...]``; without an
         actor, a sample instead with probability ``TrainerConfig.epsilon_greedy`` (ALF)."""
+        observation, mask = action_mask.split_time_step(inputs)
         if self._actor_network is None:
-            log_pi = self._log_probs(inputs.observation)
+            log_pi = self._log_probs(observation, mask)
             index = epsilon_greedy_action(log_pi, self._epsilon_greedy)
             return AlgStep(output=self._critic_networks[0].index_action(index), state=state)
-        dist, _ = self._actor_network(inputs.observation)
+        dist = action_mask.mask_distribution(self._actor_network(observation)[0], mask)
         return AlgStep(output=dist_utils.get_mode(dist), state=state)
 
     def rollout_step(self, inputs: TimeStep, state) -> AlgStep:
         """A sample of the policy, ``[B, ...]`` (uniform within the action bounds during
         a ``random_initial_collect``)."""
+        observation, mask = action_mask.split_time_step(inputs, self._name)
         if self._random_initial_collect and self.initial_collect_pending():
             batch_size = inputs.step_type.shape[0]
             action = self._action_spec.sample((batch_size,)).to(inputs.step_type.device)
+            if mask is not None:  # uniform over the legal actions
+                action = action_mask.uniform_legal_action(mask, self._action_spec)
             return AlgStep(output=action, state=state, info=SacRolloutInfo(action=action))
         if self._actor_network is None:
-            index = epsilon_greedy_action(self._log_probs(inputs.observation), 1.0)
+            index = epsilon_greedy_action(self._log_probs(observation, mask), 1.0)
             action = self._critic_networks[0].index_action(index)
             return AlgStep(output=action, state=state, info=SacRolloutInfo(action=action))
-        dist, _ = self._actor_network(inputs.observation)
+        dist = action_mask.mask_distribution(self._actor_network(observation)[0], mask)
         parts = _squashed_normal_parts(dist)
         action = dist.sample() if parts is None else _squash(parts, torch.randn_like(parts[0]))[0]
         return AlgStep(output=action, state=state, info=SacRolloutInfo(action=action))
@@ -394,13 +400,14 @@ class SacAlgorithm(OffPolicyAlgorithm):
         ts = experience.time_step
         num_steps, batch_size = ts.step_type.shape[:2]
         alpha = self._log_alpha.value.detach().exp()
-        observation = ts.observation
+        observation, mask = action_mask.split_time_step(ts)
         next_observation = flat_rows(observation, 1, None)
         observation = flat_rows(observation, None, -1)
         action = flat_rows(experience.rollout_info.action, None, -1)
         steps = (num_steps - 1, batch_size)
         if self._discrete:
-            terms = self._discrete_terms(observation, action, next_observation, alpha)
+            masks = [mask if mask is None else flat_rows(mask, *r) for r in ((None, -1), (1, None))]
+            terms = self._discrete_terms(observation, action, next_observation, alpha, masks)
         else:
             terms = self._continuous_terms(observation, action, next_observation, alpha)
         critic_q, target_v, neg_entropy, actor_q = terms
@@ -447,34 +454,34 @@ class SacAlgorithm(OffPolicyAlgorithm):
         value the actor maximizes: the minimum over the replicas."""
         return min_over_replicas(actor_q)
 
-    def _discrete_terms(self, observation, action, next_observation, alpha):
-        """The same terms with exact expectations over the actions (Christodoulou 2019)."""
+    def _discrete_terms(self, observation, action, next_observation, alpha, masks):
+        """The same terms with exact expectations over the legal actions (Christodoulou 2019)."""
         with torch.no_grad():
-            next_log_pi = self._log_probs(next_observation)
+            next_log_pi = self._log_probs(next_observation, masks[1])
             target_q = _stack_q(self._target_critic_networks, next_observation).amin(1)
             if self._use_entropy_reward:
                 target_q = target_q - alpha * next_log_pi
-            target_v = (next_log_pi.exp() * target_q).sum(-1)
+            target_v = expectation(next_log_pi, target_q)
         q_all = _stack_q(self._critic_networks, observation)  # [N, R, |A|]
         if self._actor_network is None:  # the critics' Boltzmann policy, held fixed
-            log_pi = q_log_probs(q_all.detach(), alpha)
+            log_pi = q_log_probs(q_all.detach(), alpha, masks[0])
         else:
-            log_pi = self._log_probs(observation)
-        pi = log_pi.exp()
+            log_pi = self._log_probs(observation, masks[0])
         index = self._critic_networks[0].action_index(action)
         critic_q = q_all.gather(2, index[:, None, None].expand(-1, q_all.shape[1], 1))
-        actor_q = () if self._actor_network is None else (pi * q_all.detach().amin(1)).sum(-1)
-        neg_entropy = (pi * log_pi).sum(-1)
-        return critic_q.squeeze(2), target_v, neg_entropy, actor_q
+        actor_q = () if self._actor_network is None else expectation(log_pi, q_all.detach().amin(1))
+        return critic_q.squeeze(2), target_v, expectation(log_pi, log_pi), actor_q
 
-    def _log_probs(self, observation) -> torch.Tensor:
-        """``log π(·|s)`` ``[N, |A|]`` of the categorical policy."""
+    def _log_probs(self, observation, mask=None) -> torch.Tensor:
+        """``log π(·|s)`` ``[N, |A|]`` of the categorical policy (over the legal actions)."""
         if self._actor_network is None:
             with torch.no_grad():
                 q_all = _stack_q(self._critic_networks, observation)
-                return q_log_probs(q_all, self._log_alpha.value.exp())
-        dist, _ = self._actor_network(observation)
-        return dist.logits  # torch's Categorical normalizes its logits
+                return q_log_probs(q_all, self._log_alpha.value.exp(), mask)
+        logits = self._actor_network(observation)[0].logits  # normalized by the Categorical
+        return (
+            logits if mask is None else torch.log_softmax(action_mask.mask_logits(logits, mask), -1)
+        )
 
     def _scalar_reward(self, reward):
         if self._reward_weights is None:

@@ -9,17 +9,29 @@ For discrete actions ALF's SAC can do without an actor network
 
 the policy SAC's actor loss would converge to for these critics. Rollout samples it;
 evaluation takes its mode (the greedy action), or a sample with probability
-``TrainerConfig.epsilon_greedy``.
+``TrainerConfig.epsilon_greedy``. With an action mask (``alf/utils/action_mask.py``) the
+softmax is over the legal actions: :math:`\pi(a|s) = 0` for an illegal :math:`a`.
 """
 
 from __future__ import annotations
 
 import torch
 
+from alf.utils.action_mask import mask_logits
 
-def q_log_probs(q_values: torch.Tensor, alpha: torch.Tensor) -> torch.Tensor:
-    """``log π(·|s)`` ``[N, |A|]`` from the critics' Q values ``[N, R, |A|]`` and α."""
-    return torch.log_softmax(q_values.amin(1) / alpha, dim=-1)
+
+def q_log_probs(q_values: torch.Tensor, alpha: torch.Tensor, mask=None) -> torch.Tensor:
+    """``log π(·|s)`` ``[N, |A|]`` from the critics' Q values ``[N, R, |A|]`` and α, over
+    the legal actions of the bool ``mask`` ``[N, |A|]`` (None: all)."""
+    return torch.log_softmax(mask_logits(q_values.amin(1) / alpha, mask), dim=-1)
+
+
+def expectation(log_probs: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    r""":math:`\sum_a \pi(a) v(a)` ``[N]`` over the actions of nonzero probability only
+    (an illegal action's huge negative ``log π`` or value never meets its zero
+    probability: no NaN, no infinity)."""
+    probs = log_probs.exp()
+    return torch.where(probs > 0, probs * values, 0.0).sum(-1)
 
 
 def epsilon_greedy_action(log_probs: torch.Tensor, epsilon: float) -> torch.Tensor:

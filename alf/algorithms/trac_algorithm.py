@@ -39,6 +39,7 @@ from alf.algorithms.actor_critic_algorithm import ActorCriticAlgorithm
 from alf.algorithms.sarsa_algorithm import SarsaAlgorithm
 from alf.data_structures import StepType
 from alf.tensor_specs import TensorSpec
+from alf.utils import action_mask
 
 _MAX_ADJUST_STEPS = 100
 
@@ -92,9 +93,14 @@ class _TrustRegion:
         self.trac_unadjusted_change = []  # of the last update, per action spec
 
     def _actor_dists(self, observation):
+        """The actor's distributions on ``[T, B]`` observations, flattened (over the legal
+        actions with an action mask, ``alf/utils/action_mask.py``)."""
+        observation, mask = action_mask.split_observation(observation)
         flat = nest.map_structure(lambda x: x.flatten(0, 1), observation)
         dist, _ = self._actor_network(flat, ())
-        return nest.flatten(dist)
+        if mask is not None:
+            mask = action_mask.legal_mask(mask.flatten(0, 1))
+        return nest.flatten(action_mask.mask_distribution(dist, mask))
 
     def _change(self, observation, old_dists, valid):
         """``[change per action spec]`` of the current actor against ``old_dists``."""

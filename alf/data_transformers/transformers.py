@@ -50,6 +50,7 @@ from alf.data_transformers.base import (
     map_fields,
 )
 from alf.tensor_specs import BoundedTensorSpec, TensorSpec
+from alf.utils.action_mask import ACTION_MASK_FIELD, has_action_mask
 from alf.utils.normalizers import AdaptiveNormalizer, ScalarAdaptiveNormalizer
 
 
@@ -319,7 +320,8 @@ class ObservationNormalizer(_StatisticsTransformer):
 
     Args:
         observation_spec: the observation spec.
-        fields: dotted paths of the fields to normalize (None: all of the observation).
+        fields: dotted paths of the fields to normalize (None: all of the observation but
+            its action mask, ``observation['action_mask']``, which is not a feature).
         clipping: clip normalized values to ``[-clipping, clipping]`` (0: no clipping).
         update_mode: ``'replay'`` (update in ``transform_experience``, from every
             replayed batch, as ALF does) or ``'rollout'`` (update from every unrolled
@@ -339,6 +341,8 @@ class ObservationNormalizer(_StatisticsTransformer):
         zero_mean: bool = True,
         variance_epsilon: float = 1e-8,
     ):
+        if fields is None and has_action_mask(observation_spec):
+            fields = [k for k in observation_spec if k != ACTION_MASK_FIELD]
         self._fields = field_paths(observation_spec, fields, "ObservationNormalizer")
         spec = observation_spec
         for field in self._fields:

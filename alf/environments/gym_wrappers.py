@@ -9,6 +9,7 @@
   (Pillow and numpy; no OpenCV needed).
 - ``DMAtariPreprocessing``: Atari frame skip, max-pooling, 84x84 gray, no-op starts and
   FIRE (defined in ``atari_preprocessing``, importable from here as in ALF).
+- ``ActionMaskFromInfo``: moves ``info["action_mask"]`` into a dict observation.
 - ``MirrorWrapper``: declares the env's left/right mirror of observations and
   actions (``alf.utils.mirror.Mirror``) for the mirror loss; changes no data.
 
@@ -364,3 +365,57 @@ def mirror_of(env: gym.Env) -> Mirror | None:
             return env.mirror
         env = env.env
     return None
+
+
+@alf.configurable
+class ActionMaskFromInfo(gym.Wrapper):
+    """Move gymnasium's ``info['action_mask']`` (``Taxi-v4``'s convention) into the
+    observation, where alf's algorithms read it (``alf/utils/action_mask.py``).
+
+    A ``Dict`` observation gets the field ``action_mask``; any other observation ``o``
+    becomes ``{'observation': o, 'action_mask': mask}``. The mask (``[n]`` ``int8``, 1 for
+    a legal action) leaves the info. A mask with no legal action at a step that does not
+    end the episode is a ``ValueError`` naming the env.
+
+    Args:
+        env: a gymnasium env with a ``Discrete(n)`` action space whose ``reset`` and
+            ``step`` infos hold ``action_mask``.
+    """
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self._env_name = env.spec.id if env.spec else type(env.unwrapped).__name__
+        if not isinstance(env.action_space, spaces.Discrete):
+            raise ValueError(
+                f"ActionMaskFromInfo({self._env_name}): needs a Discrete action space, got "
+                f"{env.action_space}"
+            )
+        mask_space = spaces.Box(0, 1, (int(env.action_space.n),), np.int8)
+        if isinstance(env.observation_space, spaces.Dict):
+            fields = dict(env.observation_space.spaces)
+        else:
+            fields = {"observation": env.observation_space}
+        self.observation_space = spaces.Dict({**fields, "action_mask": mask_space})
+
+    def _observation(self, observation, info: dict, ends: bool):
+        if "action_mask" not in info:
+            raise ValueError(f"ActionMaskFromInfo({self._env_name}): no info['action_mask']")
+        info = dict(info)
+        mask = np.asarray(info.pop("action_mask"), dtype=np.int8)
+        if not ends and not mask.any():
+            raise ValueError(
+                f"ActionMaskFromInfo({self._env_name}): info['action_mask'] has no legal action"
+            )
+        if isinstance(self.env.observation_space, spaces.Dict):
+            return {**observation, "action_mask": mask}, info
+        return {"observation": observation, "action_mask": mask}, info
+
+    def reset(self, **kwargs):
+        observation, info = self.env.reset(**kwargs)
+        return self._observation(observation, info, False)
+
+    def step(self, action):
+        # a plain int: toy-text envs index tables with it (alf passes a 0-d array)
+        observation, reward, terminated, truncated, info = self.env.step(int(action))
+        observation, info = self._observation(observation, info, terminated or truncated)
+        return observation, reward, terminated, truncated, info
