@@ -26,6 +26,7 @@ episode's return and length as ``alf.bin.play`` does.
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import torch
@@ -54,7 +55,9 @@ class ExportedPolicy:
             text = self._load_onnx(path)
         elif self.format == "torchscript":
             files = {METADATA_KEY: ""}
-            self._module = torch.jit.load(path, _extra_files=files)
+            with warnings.catch_warnings():  # torch deprecates TorchScript; it still runs
+                warnings.simplefilter("ignore", DeprecationWarning)
+                self._module = torch.jit.load(path, _extra_files=files)
             text = files[METADATA_KEY] or None
         else:
             files = {METADATA_KEY: ""}
