@@ -1,27 +1,36 @@
 """Export a trained deterministic policy as a standalone file: ONNX, TorchScript or
 ``torch.export``.
 
-The exported function maps a batch of raw observations (as the environment gives them)
-to the action ``predict_step`` takes (the policy used for evaluation and ``play``):
+The exported function is ``predict_step`` (the policy used for evaluation and ``play``)
+behind the data transformers, with the batch size ``B`` free. A stateless policy maps a
+batch of raw observations (as the environment gives them) to actions:
 
-    observation [B, ...] -> observation data transformers -> predict_step -> action [B, ...]
+    observation [B, ...] -> data transformers -> predict_step -> action [B, ...]
 
-with the batch size ``B`` free. The data transformers that change the observation and
-are pure functions of it are folded in with their statistics as constants:
-``ObservationNormalizer`` (its running mean and variance as of the checkpoint) and
-``ImageScaleTransformer``; the ones that do not touch the observation at prediction
-(``UntransformedTimeStep``, the reward transformers, ``HindsightExperienceTransformer``)
-are left out. Everything else is refused with one line (``ExportError``):
+A policy with a state (a recurrent ``predict_step``, ``FrameStacker``, a ``predict_step``
+reading the previous action) takes the state as inputs and returns the next one, and
+resets it where ``step_type`` is FIRST inside the function (``alf.export.stateful``):
 
-* a recurrent policy (a non-empty ``predict_state_spec``: LSTM / GRU networks);
-* ``FrameStacker`` (it keeps the last frames: a state across steps);
-* a data transformer this module does not know to be a pure function of the observation;
+    (observation leaves..., step_type [B], state.<path>...)
+        -> (action leaves..., new_state.<path>...)
+
+The data transformers that change the observation are folded in with their statistics
+as constants: ``ObservationNormalizer`` (its running mean and variance as of the
+checkpoint), ``ImageScaleTransformer`` and ``FrameStacker`` (its frames in the state); the
+ones that do not touch the observation at prediction (``UntransformedTimeStep``, the reward
+transformers, ``HindsightExperienceTransformer``) are left out. Everything else is refused
+with one line (``ExportError``):
+
+* a data transformer this module does not know to be a function of the observation and
+  the exported state;
 * a random ``predict_step`` (``epsilon_greedy`` > 0; the greedy policy is exported with
   ``--conf_param TrainerConfig.epsilon_greedy=0.0``).
 
 An observation that is a nest (a dict of tensors) becomes one input per leaf, named
 ``observation.<path>`` in ``nest.flatten`` order (``observation`` for a single tensor);
-an action nest one output per leaf, ``action`` / ``action.<path>``.
+an action nest one output per leaf, ``action`` / ``action.<path>``. The file embeds its
+``metadata`` (the names, dtypes and shapes of the inputs and outputs, by role), which
+``alf.export.runtime.ExportedPolicy`` reads to run it.
 
 While ``export`` runs, the exporting libraries' own chatter (their log records below
 ERROR, e.g. ``torchvision is not installed``, and the warnings they issue, e.g. a
