@@ -161,6 +161,10 @@ class ExportedPolicy:
         actions = outputs[:num_actions]
         return (actions[0] if num_actions == 1 else actions), outputs[num_actions:]
 
+    def run_episode(self, env) -> tuple:
+        """``run_episodes(env, 1)[0]``: one episode's ``(return, length)``."""
+        return self.run_episodes(env, 1)[0]
+
     def run_episodes(self, env, num_episodes: int, observe=None, on_step=None) -> list:
         """Play the alf environment ``env`` (batched; any batch size) until ``num_episodes``
         episodes have ended, the state carried from step to step (reset by the file at

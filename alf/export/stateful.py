@@ -33,6 +33,7 @@ import torch
 import alf.nest as nest
 from alf.data_structures import StepType
 from alf.data_transformers import FrameStacker
+from alf.export.export_formats import ExportError
 from alf.export.policy_inputs import action_difference, sample_observations, time_step_of
 from alf.tensor_specs import TensorSpec
 from alf.utils.torch_utils import reset_state_if_necessary
@@ -57,8 +58,13 @@ def uses_prev_action(algorithm, observation_spec, transformers, seed: int = 0) -
         for transformer in transformers:
             state = _zeros(transformer.state_spec, batch)
             time_step, _ = transformer.transform_timestep(time_step, state)
-        with torch.no_grad():
-            step = algorithm.predict_step(time_step, algorithm.get_initial_predict_state(batch))
+        try:
+            with torch.no_grad():
+                state = algorithm.get_initial_predict_state(batch)
+                step = algorithm.predict_step(time_step, state)
+        except Exception as e:  # any failure of the policy's own code: one line
+            text = (str(e).strip() or type(e).__name__).splitlines()[0]
+            raise ExportError(f"predict_step fails on random observations: {text}") from e
         results.append(nest.flatten(step.output) + nest.flatten(step.state))
     return any(not torch.equal(a, b) for a, b in zip(*results))
 
