@@ -27,7 +27,7 @@ whose actions must match the checkpoint's policy (to 1e-4; discrete actions exac
 plays ``--verify_episodes N`` whole episodes (default 1; 0 skips it) of the run's
 environment in lock step with ``predict_step`` stepped by alf's ``Unroller`` (as
 ``alf.bin.play`` plays; ``alf.export.parity``): the actions must match as above and the
-returns of the exported policy's own episodes must be play's. A policy that cannot be
+returns of the exported policy's own episodes must be play's (to 1e-3). A policy that cannot be
 exported (an unknown data transformer, a random ``predict_step``) and any other bad input
 are one error line and exit status 2; a mismatch is one line and status 1.
 """
