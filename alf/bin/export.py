@@ -202,7 +202,8 @@ def _check_episodes(policy, loaded, env, output: str):
 
     parity = episode_parity(policy.algorithm, loaded, env, FLAGS.verify_episodes)
     diff = parity.max_action_difference
-    where = f"on {parity.episodes} episodes ({parity.steps} steps); {output} not written"
+    episodes = f"{parity.episodes} episode{'s' * (parity.episodes != 1)}"
+    where = f"on {episodes} ({parity.steps} steps); {output} not written"
     if not diff <= TOLERANCE:
         raise _Mismatch(
             f"the exported policy's actions differ from predict_step's by {diff:.3g} "
@@ -273,7 +274,8 @@ def _report(policy, iteration, root_dir, output, fmt, diff, parity) -> None:
             f"{r:.3f}" if isinstance(r, float) else str(r) for r, _ in parity.exported_returns
         )
         print(
-            f"  checked on {parity.episodes} episodes ({parity.steps} steps) against "
+            f"  checked on {parity.episodes} episode{'s' * (parity.episodes != 1)} "
+            f"({parity.steps} steps) against "
             f"predict_step: max |action difference| {parity.max_action_difference:.3g}; "
             f"returns {returns}"
         )

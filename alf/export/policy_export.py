@@ -199,6 +199,11 @@ class ExportablePolicy(nn.Module):
             return actions[0] if len(actions) == 1 else tuple(actions)
         if "policy" in self.state.spec:
             new_state["policy"] = step.state
+            if len(nest.flatten(step.state)) != len(nest.flatten(self.state.spec["policy"])):
+                raise ExportError(
+                    "cannot export: predict_step returns a state of another structure than "
+                    f"its predict_state_spec ({self.algorithm.predict_state_spec})"
+                )
         if self.state.uses_prev_action:
             new_state["prev_action"] = step.output
         new_state = {key: new_state[key] for key in self.state.spec}

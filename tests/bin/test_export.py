@@ -183,6 +183,7 @@ def test_exported_policy_acts_as_the_checkpoint(runs, tmp_path, name, fmt, ext):
     code, stdout, stderr = _export("--root_dir", runs[name], "--output", output, "--verify", 200)
     assert code == 0, stderr[-3000:]
     assert f"to {output}" in stdout and "checked on 200 random observations" in stdout
+    assert "checked on 1 episode (" in stdout and " against predict_step: max |action" in stdout
     assert not [line for line in stderr.splitlines() if any(n in line for n in NOISE)], stderr
     leaves, expected, algorithm = _reference(runs[name])
     assert len(leaves[0]) == ENV_STEPS + NUM_RANDOM
