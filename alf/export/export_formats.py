@@ -6,6 +6,9 @@ from __future__ import annotations
 import os
 
 FORMATS = ("onnx", "torchscript", "torch_export")
+#: the name of the metadata embedded in an exported file (a JSON text: ``alf.export.runtime``)
+METADATA_KEY = "alf_export.json"
+METADATA_VERSION = 1
 EXTENSIONS = {".onnx": "onnx", ".pt": "torchscript", ".ts": "torchscript", ".pt2": "torch_export"}
 
 

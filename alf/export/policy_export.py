@@ -1,27 +1,36 @@
 """Export a trained deterministic policy as a standalone file: ONNX, TorchScript or
 ``torch.export``.
 
-The exported function maps a batch of raw observations (as the environment gives them)
-to the action ``predict_step`` takes (the policy used for evaluation and ``play``):
+The exported function is ``predict_step`` (the policy used for evaluation and ``play``)
+behind the data transformers, with the batch size ``B`` free. A stateless policy maps a
+batch of raw observations (as the environment gives them) to actions:
 
-    observation [B, ...] -> observation data transformers -> predict_step -> action [B, ...]
+    observation [B, ...] -> data transformers -> predict_step -> action [B, ...]
 
-with the batch size ``B`` free. The data transformers that change the observation and
-are pure functions of it are folded in with their statistics as constants:
-``ObservationNormalizer`` (its running mean and variance as of the checkpoint) and
-``ImageScaleTransformer``; the ones that do not touch the observation at prediction
-(``UntransformedTimeStep``, the reward transformers, ``HindsightExperienceTransformer``)
-are left out. Everything else is refused with one line (``ExportError``):
+A policy with a state (a recurrent ``predict_step``, ``FrameStacker``, a ``predict_step``
+reading the previous action) takes the state as inputs and returns the next one, and
+resets it where ``step_type`` is FIRST inside the function (``alf.export.stateful``):
 
-* a recurrent policy (a non-empty ``predict_state_spec``: LSTM / GRU networks);
-* ``FrameStacker`` (it keeps the last frames: a state across steps);
-* a data transformer this module does not know to be a pure function of the observation;
+    (observation leaves..., step_type [B], state.<path>...)
+        -> (action leaves..., new_state.<path>...)
+
+The data transformers that change the observation are folded in with their statistics
+as constants: ``ObservationNormalizer`` (its running mean and variance as of the
+checkpoint), ``ImageScaleTransformer`` and ``FrameStacker`` (its frames in the state); the
+ones that do not touch the observation at prediction (``UntransformedTimeStep``, the reward
+transformers, ``HindsightExperienceTransformer``) are left out. Everything else is refused
+with one line (``ExportError``):
+
+* a data transformer this module does not know to be a function of the observation and
+  the exported state;
 * a random ``predict_step`` (``epsilon_greedy`` > 0; the greedy policy is exported with
   ``--conf_param TrainerConfig.epsilon_greedy=0.0``).
 
 An observation that is a nest (a dict of tensors) becomes one input per leaf, named
 ``observation.<path>`` in ``nest.flatten`` order (``observation`` for a single tensor);
-an action nest one output per leaf, ``action`` / ``action.<path>``.
+an action nest one output per leaf, ``action`` / ``action.<path>``. The file embeds its
+``metadata`` (the names, dtypes and shapes of the inputs and outputs, by role), which
+``alf.export.runtime.ExportedPolicy`` reads to run it.
 
 While ``export`` runs, the exporting libraries' own chatter (their log records below
 ERROR, e.g. ``torchvision is not installed``, and the warnings they issue, e.g. a
@@ -32,15 +41,15 @@ every error still show.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import warnings
 
-import numpy as np
 import torch
 import torch.nn as nn
 
 import alf.nest as nest
-from alf.data_structures import StepType, TimeStep
+from alf.data_structures import StepType
 from alf.data_transformers import (
     FrameStacker,
     HindsightExperienceTransformer,
@@ -55,16 +64,32 @@ from alf.data_transformers import (
 from alf.export.export_formats import (  # noqa: F401 (re-exported)
     EXTENSIONS,
     FORMATS,
+    METADATA_KEY,
+    METADATA_VERSION,
     ExportError,
     format_of,
 )
-from alf.tensor_specs import BoundedTensorSpec
+from alf.export.policy_inputs import (  # noqa: F401 (re-exported)
+    action_difference,
+    sample_observations,
+    time_step_of,
+)
+from alf.export.runtime import ExportedPolicy as LoadedPolicy  # noqa: F401 (re-exported)
+from alf.export.stateful import (
+    STEP_TYPE_SPEC,
+    StateLayout,
+    compare_sequences,
+    example_state,
+    uses_prev_action,
+)
 
 #: the loggers of the libraries an export runs (their records below ERROR are silenced)
 EXPORTER_LOGGERS = ("torch", "onnx", "onnx_ir", "onnxscript", "onnxruntime")
 
-#: folded into the exported function (pure functions of the observation)
+#: folded into the exported function (pure functions of the observation, and
+#: ``FrameStacker``, whose frames are part of the exported state)
 OBSERVATION_TRANSFORMERS = (ObservationNormalizer, ImageScaleTransformer)
+EXPORTED_TRANSFORMERS = OBSERVATION_TRANSFORMERS + (FrameStacker,)
 #: left out: they do not change the observation the policy sees at prediction
 IGNORED_TRANSFORMERS = (
     IdentityDataTransformer,
@@ -85,18 +110,13 @@ def observation_transformers(algorithm) -> list:
     folded = []
     for member in algorithm.data_transformer.members:
         name = type(member).__name__
-        if isinstance(member, FrameStacker):
-            raise ExportError(
-                "cannot export a policy with FrameStacker: it keeps the last frames (a state "
-                "across steps); stack the frames in the environment instead"
-            )
-        if isinstance(member, OBSERVATION_TRANSFORMERS):
+        if isinstance(member, EXPORTED_TRANSFORMERS):
             folded.append(member)
         elif not isinstance(member, IGNORED_TRANSFORMERS):
             raise ExportError(
                 f"cannot export a policy with the data transformer {name}: it is not known to "
-                "be a pure function of the observation (supported: "
-                + ", ".join(t.__name__ for t in OBSERVATION_TRANSFORMERS + IGNORED_TRANSFORMERS)
+                "be a function of the observation and the exported state (supported: "
+                + ", ".join(t.__name__ for t in EXPORTED_TRANSFORMERS + IGNORED_TRANSFORMERS)
                 + ")"
             )
     return folded
@@ -104,13 +124,8 @@ def observation_transformers(algorithm) -> list:
 
 def check_exportable(algorithm) -> list:
     """Raise ``ExportError`` unless ``algorithm``'s ``predict_step`` can be exported; return
-    the observation transformers to fold in."""
+    the data transformers to fold in."""
     name = getattr(algorithm, "name", type(algorithm).__name__)
-    if algorithm.is_stateful("predict"):
-        raise ExportError(
-            f"cannot export {name}: its predict_step keeps a recurrent state (an RNN "
-            "network); only stateless policies can be exported"
-        )
     for attr in ("_epsilon_greedy", "_predict_epsilon"):
         epsilon = getattr(algorithm, attr, 0.0) or 0.0
         if epsilon > 0:
@@ -123,66 +138,112 @@ def check_exportable(algorithm) -> list:
 
 
 class ExportablePolicy(nn.Module):
-    """``forward(*observation leaves) -> action leaf or tuple of leaves`` (see the module doc).
+    """The exported function (see the module doc): stateless,
+    ``forward(*observation leaves) -> action leaf or tuple of leaves``; stateful,
+    ``forward(*observation leaves, step_type, *state leaves) -> (*action leaves,
+    *new state leaves)`` (``alf.export.stateful``).
 
     Args:
         algorithm: the ``RLAlgorithm`` (weights loaded); put in eval mode.
         observation_spec: the raw observation spec (the environment's).
+        prev_action: whether the state carries the previous action (None: when
+            ``predict_step`` reads it, ``stateful.uses_prev_action``).
     """
 
-    def __init__(self, algorithm, observation_spec):
+    def __init__(self, algorithm, observation_spec, prev_action: bool | None = None):
         super().__init__()
         algorithm.eval()
         self._transformers = check_exportable(algorithm)
         self.algorithm = algorithm
         self._observation_spec = observation_spec
+        if prev_action is None:
+            prev_action = uses_prev_action(algorithm, observation_spec, self._transformers)
+        self.state = StateLayout(algorithm, self._transformers, prev_action)
+        self.observation_names = _names("observation", observation_spec)
+        self.action_names = _names("action", algorithm.action_spec)
         self.input_specs = nest.flatten(observation_spec)
-        self.input_names = _names("observation", observation_spec)
-        self.output_names = _names("action", algorithm.action_spec)
+        self.input_names = list(self.observation_names)
+        self.output_names = list(self.action_names)
         self.output_specs = nest.flatten(algorithm.action_spec)
+        if self.stateful:
+            self.input_specs += [STEP_TYPE_SPEC] + self.state.specs
+            self.input_names += ["step_type"] + self.state.names
+            self.output_specs += self.state.specs
+            self.output_names += ["new_" + name for name in self.state.names]
 
-    def forward(self, *observations):
-        observation = nest.pack_sequence_as(self._observation_spec, list(observations))
-        batch = observations[0].shape[0]
-        step_type = torch.full((batch,), StepType.MID, dtype=torch.int32)
-        time_step = TimeStep(
-            step_type=step_type,
-            reward=torch.zeros((batch,), dtype=torch.float32),
-            discount=torch.ones((batch,), dtype=torch.float32),
-            observation=observation,
-        )
-        for transformer in self._transformers:
-            time_step, _ = transformer.transform_timestep(time_step, ())
-        state = self.algorithm.get_initial_predict_state(batch)
-        actions = nest.flatten(self.algorithm.predict_step(time_step, state).output)
-        return actions[0] if len(actions) == 1 else tuple(actions)
+    @property
+    def stateful(self) -> bool:
+        """Whether the exported function carries a state (``alf.export.stateful``)."""
+        return self.state.stateful
+
+    @property
+    def observation_specs(self) -> list:
+        return nest.flatten(self._observation_spec)
+
+    def forward(self, *inputs):
+        num = len(self.observation_names)
+        observation = nest.pack_sequence_as(self._observation_spec, list(inputs[:num]))
+        batch = inputs[0].shape[0]
+        if self.stateful:
+            step_type, state = inputs[num], self.state.pack(inputs[num + 1 :])
+        else:
+            step_type, state = torch.full((batch,), StepType.MID, dtype=torch.int32), {}
+        first = step_type == StepType.FIRST
+        new_state = {}
+        time_step = time_step_of(observation, step_type, self.state.prev_action(state, first))
+        time_step = self.state.transform(time_step, state, new_state)
+        policy_state = self.state.policy_state(state, first, batch)
+        step = self.algorithm.predict_step(time_step, policy_state)
+        actions = nest.flatten(step.output)
+        if not self.stateful:
+            return actions[0] if len(actions) == 1 else tuple(actions)
+        if "policy" in self.state.spec:
+            new_state["policy"] = step.state
+            if len(nest.flatten(step.state)) != len(nest.flatten(self.state.spec["policy"])):
+                raise ExportError(
+                    "cannot export: predict_step returns a state of another structure than "
+                    f"its predict_state_spec ({self.algorithm.predict_state_spec})"
+                )
+        if self.state.uses_prev_action:
+            new_state["prev_action"] = step.output
+        new_state = {key: new_state[key] for key in self.state.spec}
+        return tuple(actions + self.state.flatten(new_state))
+
+    def example_inputs(self, batch_size: int = 3, seed: int = 0) -> tuple:
+        """Inputs to trace with: random observations, mixed step types, random state."""
+        inputs = sample_observations(self.observation_specs, batch_size, seed)
+        if self.stateful:
+            step_type = torch.arange(batch_size, dtype=torch.int32) % 3
+            inputs += [step_type] + example_state(self.state, batch_size, seed)
+        return tuple(inputs)
+
+    def metadata(self) -> dict:
+        """What ``alf.export.runtime`` needs to run the file: names, dtypes and shapes
+        (without the batch dim) of the inputs and outputs, by role."""
+        return {
+            "format_version": METADATA_VERSION,
+            "algorithm": getattr(self.algorithm, "name", type(self.algorithm).__name__),
+            "stateful": self.stateful,
+            "inputs": _describe(self.input_names, self.input_specs),
+            "outputs": _describe(self.output_names, self.output_specs),
+            "observation": self.observation_names,
+            "step_type": "step_type" if self.stateful else None,
+            "state": self.state.names,
+            "action": self.action_names,
+        }
+
+
+def _describe(names, specs) -> list[dict]:
+    return [
+        {"name": n, "dtype": str(s.dtype).replace("torch.", ""), "shape": list(s.shape)}
+        for n, s in zip(names, specs)
+    ]
 
 
 def _names(prefix: str, spec) -> list[str]:
     if not nest.is_nested(spec):
         return [prefix]
     return [f"{prefix}.{path}" for path, _ in nest.flatten_with_path(spec)]
-
-
-def sample_observations(specs: list, batch_size: int, seed: int = 0) -> list[torch.Tensor]:
-    """Random observation leaves ``[batch_size, ...]`` for ``specs``: uniform within finite
-    bounds up to 1e4 wide, else standard normal clipped to the bounds; integers uniform."""
-    generator = torch.Generator().manual_seed(seed)
-    result = []
-    for spec in specs:
-        if not spec.dtype.is_floating_point:
-            result.append(spec.sample((batch_size,), generator=generator))
-            continue
-        x = torch.randn((batch_size, *spec.shape), dtype=torch.float64, generator=generator)
-        if isinstance(spec, BoundedTensorSpec):
-            low = torch.as_tensor(np.broadcast_to(spec.minimum, tuple(spec.shape)).copy())
-            high = torch.as_tensor(np.broadcast_to(spec.maximum, tuple(spec.shape)).copy())
-            narrow = torch.isfinite(low) & torch.isfinite(high) & (high - low <= 1e4)
-            u = torch.rand(x.shape, dtype=torch.float64, generator=generator)
-            uniform = low.double() + u * (high - low).double().where(narrow, torch.zeros(()))
-            x = torch.where(narrow, uniform, x.clamp(low.double(), high.double()))
-        result.append(x.to(spec.dtype))
-    return result
 
 
 @contextlib.contextmanager
@@ -207,19 +268,21 @@ def quiet_exporters():
 
 
 def export(policy: ExportablePolicy, path: str, fmt: str, example_batch: int = 3) -> None:
-    """Write ``policy`` to ``path`` in the format ``fmt`` (``FORMATS``), batch size free
-    (the exporters' own chatter silenced: ``quiet_exporters``)."""
-    example = tuple(sample_observations(policy.input_specs, example_batch))
+    """Write ``policy`` to ``path`` in the format ``fmt`` (``FORMATS``), batch size free,
+    with its ``metadata`` embedded (``alf.export.runtime`` reads it; the exporters' own
+    chatter silenced: ``quiet_exporters``)."""
+    example = policy.example_inputs(example_batch)
+    extra = {METADATA_KEY: json.dumps(policy.metadata())}
     with torch.no_grad(), quiet_exporters():
         if fmt == "torchscript":
             traced = torch.jit.trace(policy, example, check_trace=False)
-            torch.jit.save(traced, path)
+            torch.jit.save(traced, path, _extra_files=extra)
             return
         program = _torch_export(policy, example)
         if fmt == "torch_export":
-            torch.export.save(program, path)
+            torch.export.save(program, path, extra_files=extra)
             return
-        _onnx_export(program, policy, path)
+        _onnx_export(program, policy, path, extra)
 
 
 def _torch_export(policy: ExportablePolicy, example: tuple):
@@ -232,9 +295,9 @@ def _torch_export(policy: ExportablePolicy, example: tuple):
         raise ExportError(f"torch.export could not trace the policy: {text}") from e
 
 
-def _onnx_export(program, policy: ExportablePolicy, path: str) -> None:
+def _onnx_export(program, policy: ExportablePolicy, path: str, extra: dict) -> None:
     try:
-        import onnx  # noqa: F401
+        import onnx
         import onnxscript  # noqa: F401
     except ImportError as e:
         raise ExportError(
@@ -251,63 +314,22 @@ def _onnx_export(program, policy: ExportablePolicy, path: str) -> None:
             external_data=False,
             verbose=False,
         )
-        onnx_program.save(path, external_data=False)
+        model = onnx_program.model_proto
+        onnx.helper.set_model_props(model, extra)
+        onnx.save(model, path)
     except Exception as e:
         text = (str(e).strip() or type(e).__name__).splitlines()[0]
         raise ExportError(f"the ONNX exporter failed: {text}") from e
 
 
-class LoadedPolicy:
-    """An exported file loaded back: ``policy(*observation leaves) -> [action leaves]``
-    (numpy arrays in, numpy arrays out), with onnxruntime, TorchScript or ``torch.export``.
-
-    Args:
-        path: the exported file.
-        fmt: its format (None: from the extension).
-    """
-
-    def __init__(self, path: str, fmt: str | None = None):
-        self.format = format_of(path, fmt)
-        if self.format == "onnx":
-            try:
-                import onnxruntime
-            except ImportError as e:
-                raise ExportError(
-                    "running an ONNX policy needs onnxruntime: pip install 'alf[onnx]'"
-                ) from e
-            self._session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
-            self._inputs = [i.name for i in self._session.get_inputs()]
-        elif self.format == "torchscript":
-            self._module = torch.jit.load(path)
-        else:
-            self._module = torch.export.load(path).module()
-
-    def __call__(self, *observations) -> list[np.ndarray]:
-        if self.format == "onnx":
-            feed = {name: np.asarray(x) for name, x in zip(self._inputs, observations)}
-            return list(self._session.run(None, feed))
-        with torch.no_grad():
-            out = self._module(*(torch.as_tensor(np.asarray(x)) for x in observations))
-        outs = out if isinstance(out, (tuple, list)) else [out]
-        return [o.numpy() for o in outs]
-
-
-def compare(policy: ExportablePolicy, loaded: LoadedPolicy, observations: list) -> float:
+def compare(policy: ExportablePolicy, loaded, observations: list) -> float:
     """The largest difference between the actions of ``policy`` and of the exported file
-    ``loaded`` on the observation leaves ``observations`` (``inf`` when shapes, dtypes
-    kinds or integer actions differ)."""
+    ``loaded`` (an ``ExportedPolicy``) on the observation leaves ``observations`` ``[N,
+    ...]`` (``inf`` when shapes, dtype kinds or integer actions differ); a stateful policy
+    is stepped through random episodes of them (``stateful.compare_sequences``)."""
+    if policy.stateful:
+        return compare_sequences(policy, loaded, observations)
     with torch.no_grad():
         expected = policy(*observations)
     expected = [expected] if isinstance(expected, torch.Tensor) else list(expected)
-    got = loaded(*(o.numpy() for o in observations))
-    worst = 0.0
-    for e, g in zip(expected, got):
-        e = e.numpy()
-        if e.shape != g.shape or e.dtype.kind != g.dtype.kind:
-            return float("inf")
-        if e.dtype.kind in "iub":
-            if not np.array_equal(e, g):
-                return float("inf")
-            continue
-        worst = max(worst, float(np.max(np.abs(e.astype(np.float64) - g), initial=0.0)))
-    return worst
+    return action_difference(expected, loaded(*(o.numpy() for o in observations)))

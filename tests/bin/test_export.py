@@ -183,6 +183,7 @@ def test_exported_policy_acts_as_the_checkpoint(runs, tmp_path, name, fmt, ext):
     code, stdout, stderr = _export("--root_dir", runs[name], "--output", output, "--verify", 200)
     assert code == 0, stderr[-3000:]
     assert f"to {output}" in stdout and "checked on 200 random observations" in stdout
+    assert "checked on 1 episode (" in stdout and " against predict_step: max |action" in stdout
     assert not [line for line in stderr.splitlines() if any(n in line for n in NOISE)], stderr
     leaves, expected, algorithm = _reference(runs[name])
     assert len(leaves[0]) == ENV_STEPS + NUM_RANDOM
@@ -345,35 +346,33 @@ def test_other_algorithms_export(tmp_path, conf, gin_params):
         assert policy_export.compare(policy, policy_export.LoadedPolicy(path), leaves) <= 1e-5
 
 
+def test_refused_policies():
+    algorithm, spec = _algorithm("tiny_ppo_conf.py", "TrainerConfig.epsilon_greedy = 0.1")
+    with pytest.raises(
+        policy_export.ExportError, match="epsilon_greedy=0.1; export the greedy policy with"
+    ):
+        policy_export.ExportablePolicy(algorithm, spec)
+
+
 @pytest.mark.parametrize(
-    "conf, params, message",
+    "params, state_names",
     [
         (
-            "tiny_ppo_conf.py",
-            ["TrainerConfig.data_transformer_ctor = [@FrameStacker]"],
-            "cannot export a policy with FrameStacker: it keeps the last frames",
+            [
+                "PPOAlgorithm.actor_network_ctor = @ActorDistributionRNNNetwork",
+                "PPOAlgorithm.value_network_ctor = @ValueRNNNetwork",
+            ],
+            ["state.policy.actor.0.0", "state.policy.actor.0.1"],
         ),
-        (
-            "tiny_ppo_conf.py",
-            ["TrainerConfig.epsilon_greedy = 0.1"],
-            "epsilon_greedy=0.1; export the greedy policy with --conf_param",
-        ),
+        (["TrainerConfig.data_transformer_ctor = [@FrameStacker]"], ["state.frame_stack"]),
     ],
 )
-def test_refused_policies(conf, params, message):
-    algorithm, spec = _algorithm(conf, *params)
-    with pytest.raises(policy_export.ExportError, match=message):
-        policy_export.ExportablePolicy(algorithm, spec)
-
-
-def test_recurrent_policy_is_refused():
-    algorithm, spec = _algorithm(
-        "tiny_ppo_conf.py",
-        "PPOAlgorithm.actor_network_ctor = @ActorDistributionRNNNetwork",
-        "PPOAlgorithm.value_network_ctor = @ValueRNNNetwork",
-    )
-    with pytest.raises(policy_export.ExportError, match="keeps a recurrent state"):
-        policy_export.ExportablePolicy(algorithm, spec)
+def test_recurrent_and_frame_stacked_policies_take_their_state(params, state_names):
+    """They export with the state as inputs (``tests/bin/test_export_stateful.py``)."""
+    algorithm, spec = _algorithm("tiny_ppo_conf.py", *params)
+    policy = policy_export.ExportablePolicy(algorithm, spec)
+    assert policy.input_names == ["observation", "step_type"] + state_names
+    assert policy.output_names == ["action"] + ["new_" + n for n in state_names]
 
 
 @pytest.mark.parametrize(
@@ -387,6 +386,7 @@ def test_recurrent_policy_is_refused():
         (["--root_dir", "{run}", "--output", "{tmp}/p.pt", "--format", "tf"], "--format must"),
         (["--root_dir", "{run}", "--output", "/nonexistent/p.pt"], "directory of --output"),
         (["--root_dir", "{run}", "--output", "{tmp}/p.pt", "--checkpoint_step", "99"], "ckpt-99"),
+        (["--root_dir", "{run}", "--output", "{tmp}/p.pt", "--verify", "-1"], "--verify must"),
         (
             ["--root_dir", "{run}", "--output", "{tmp}/p.pt", "--conf_param", "PPOLoss.gama=1"],
             "gama",
