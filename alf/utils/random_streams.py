@@ -8,14 +8,17 @@ executes changes what it learns. Here a policy step's draws are instead a pure f
 of a key and a counter (as in Salmon et al. 2011, "Parallel random numbers: as easy as
 1, 2, 3"):
 
-    bits(env g, step c, draw k, element j) = mix(key(seed, domain, g, c) + (k * 2**32 + j + 1) * γ)
+    bits(env g, step c, draw k, element j) = mix(key_g + (c * 2**32 + k * 2**24 + j + 1) * γ)
+    key_g = mix(key(seed, domain) + (g + 1) * γ)
 
-where ``g`` is the env's index in the whole run (``first_env_id + i``), ``c`` the
-number of policy steps the env has taken since the stream (re)started, ``k`` the draw's
-rank among the draws of that policy step, ``j`` the element's index within the env's
-row, ``mix`` the SplitMix64 finalizer (Steele, Lea and Flood 2014) and ``γ`` the golden
-ratio's 64-bit odd constant. So env ``g``'s numbers are the same whether it is stepped
-alone, beside 7 others in one process, in sampler 1 of 2, or on learner rank 1 of 2.
+that is SplitMix64 (Steele, Lea and Flood 2014) seeded with ``key_g`` and read at position
+``c * 2**32 + k * 2**24 + j``, where ``g`` is the env's index in the whole run
+(``first_env_id + i``), ``c`` the number of policy steps the env has taken since the
+stream (re)started, ``k < 256`` the draw's rank among the draws of that policy step,
+``j < 2**24`` the element's index within the env's row of the draw, ``mix`` SplitMix64's
+finalizer and ``γ`` the golden ratio's 64-bit odd constant. So env ``g``'s numbers are
+the same whether it is stepped alone, beside 7 others in one process, in sampler 1 of 2,
+or on learner rank 1 of 2.
 
 **How draws reach the streams.** While an actor takes a policy step inside
 ``ActingStreams.drawing``, torch's sampling functions (``torch.rand``, ``randn``,
@@ -47,9 +50,9 @@ _GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
-_S11, _S40 = np.uint64(11), np.uint64(40)
+_S11, _S32, _S40 = np.uint64(11), np.uint64(32), np.uint64(40)
 _ONE = np.uint64(1)
-_TWO_M24 = 2.0**-24
+_F32_TWO_M24 = np.float32(2.0**-24)
 _TWO_M53 = 2.0**-53
 
 #: the stream domains: training unrolls, prenormalization, evaluation, minibatch shuffles
@@ -57,11 +60,14 @@ DOMAINS = {"rollout": 1, "prenormalize": 2, "evaluate": 3, "shuffle": 4}
 
 
 def mix64(z: np.ndarray) -> np.ndarray:
-    """The SplitMix64 finalizer of a uint64 array ``z`` (a bijection of 64-bit words;
-    array arithmetic wraps silently)."""
-    z = (z ^ (z >> _S30)) * _M1
-    z = (z ^ (z >> _S27)) * _M2
-    return z ^ (z >> _S31)
+    """The SplitMix64 finalizer of a uint64 array ``z``, in place (a bijection of 64-bit
+    words; array arithmetic wraps silently). Returns ``z``."""
+    z ^= z >> _S30
+    z *= _M1
+    z ^= z >> _S27
+    z *= _M2
+    z ^= z >> _S31
+    return z
 
 
 def _counter(value) -> np.ndarray:
@@ -75,10 +81,25 @@ def base_key(seed: int, domain: int) -> np.ndarray:
     return mix64(words[:1] ^ mix64(words[1:] + _GAMMA))
 
 
+#: the most draws of one policy step and the most numbers per env row of one draw
+MAX_DRAWS = 1 << 8
+MAX_ROW_SIZE = 1 << 24
+
+
 @functools.lru_cache(maxsize=256)
 def _offsets(draw: int, size: int) -> np.ndarray:
-    """``(draw * 2**32 + j + 1) * γ`` for ``j < size``: draw ``draw``'s element counters."""
-    return _counter((draw << 32) + np.arange(size, dtype=np.uint64))
+    """``(draw * 2**24 + j + 1) * γ`` for ``j < size``: draw ``draw``'s element counters."""
+    if draw >= MAX_DRAWS:
+        raise RuntimeError(
+            f"a policy step drew random numbers more than {MAX_DRAWS} times "
+            "(alf.utils.random_streams)"
+        )
+    if size > MAX_ROW_SIZE:
+        raise RuntimeError(
+            f"a policy step drew {size} random numbers per env in one draw, more than "
+            f"{MAX_ROW_SIZE} (alf.utils.random_streams)"
+        )
+    return _counter((draw << 24) + np.arange(size, dtype=np.uint64))
 
 
 class _Draws:
@@ -90,7 +111,7 @@ class _Draws:
         self._env_keys = env_keys
         self._steps = steps
         self._base = base
-        self._row_keys = None
+        self._row_keys = None  # [B, 1]: key_g + c * 2**32 * γ, at the first draw
         self.batch = int(env_keys.shape[0])
         self.count = 0
 
@@ -100,17 +121,16 @@ class _Draws:
         self.count += 1
         if shape and shape[0] == self.batch:
             if self._row_keys is None:
-                self._row_keys = mix64(self._env_keys + (self._steps + _ONE) * _GAMMA)[:, None]
+                self._row_keys = (self._env_keys + (self._steps << _S32) * _GAMMA)[:, None]
             per_row = 1
             for s in shape[1:]:
                 per_row *= s
             words = self._row_keys + _offsets(draw, per_row)
-        else:
+        else:  # keyed by the step alone: the stream seeded with the domain's key
             size = 1
             for s in shape:
                 size *= s
-            step_key = mix64(self._base + _counter(self._steps[:1]))
-            words = step_key + _offsets(draw, size)
+            words = (self._base + (self._steps[:1] << _S32) * _GAMMA) + _offsets(draw, size)
         return mix64(words).reshape(shape)
 
 
@@ -203,10 +223,12 @@ def _uniform(draws: _Draws, shape, dtype=None, device=None, open_interval=False)
     elif dtype == torch.float64:
         u = torch.from_numpy((bits >> _S11).astype(np.float64) * _TWO_M53)
     else:
-        u = torch.from_numpy((bits >> _S40).astype(np.float32) * np.float32(_TWO_M24))
-    if u.dtype != dtype and not open_interval:
-        u = u.to(dtype)
-    return u if device is None else u.to(device)
+        u = (bits >> _S40).astype(np.float32)
+        u *= _F32_TWO_M24
+        u = torch.from_numpy(u)
+        if dtype != torch.float32:
+            u = u.to(dtype)
+    return u if device is None or str(device) == "cpu" else u.to(device)
 
 
 def _standard_normal(draws: _Draws, shape, dtype=None, device=None):

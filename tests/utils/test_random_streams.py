@@ -148,7 +148,7 @@ def test_the_draws_have_the_right_distributions():
         gumbel = dist_utils.Categorical(logits=probs.log().expand(n, 4)).sample()
         inverse = torch.multinomial(probs.expand(n, 4), 1).squeeze(1)
         top2 = torch.multinomial(probs.expand(n, 4), 2)
-    assert 0.0 <= float(u.min()) and float(u.max()) < 1.0
+    assert float(u.min()) >= 0.0 and float(u.max()) < 1.0
     assert abs(float(u.mean()) - 0.5) < 0.005 and abs(float(u.var()) - 1 / 12) < 0.002
     assert abs(float(z.mean())) < 0.01 and abs(float(z.std()) - 1.0) < 0.01
     for sample in (gumbel, inverse):
