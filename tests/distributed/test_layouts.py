@@ -4,8 +4,9 @@ A PPO CartPole run (``tests/confs/tiny_ppo_conf.py`` on 8 envs, pieces of 4 step
 minibatches of 16, 2 epochs) and the same with an LSTM policy
 (``alf/examples/ppo_rnn_memory_conf.py``, pieces of 5 steps) are trained 8 iterations in
 one process; ``alf.bin.train --verify_record`` then re-runs them with 2 local-inference
-samplers, 2 server-inference samplers, 2 Ray samplers and on 2 learner ranks
-(``--num_processes 2``), keeping each re-run's root_dir:
+samplers, 2 server-inference samplers, 2 Ray samplers, on 2 learner ranks
+(``--num_processes 2``) and on 2 ranks each with 2 server-inference samplers, keeping each
+re-run's root_dir:
 
 - with samplers, every iteration's unroll hash (time steps, actions, the policy's outputs
   and states) and the final parameters and optimizer state are bit-identical;
@@ -61,12 +62,15 @@ LAYOUTS = {
     "server": [*SAMPLERS.split(), "SamplerConfig.inference='server'"],
     "ray": [*SAMPLERS.split(), "SamplerConfig.backend='ray'", "SamplerConfig.inference='server'"],
     "ranks": [],
+    # each rank's inference server steps its 4 envs, in 2 samplers of 2, as one batch
+    "ranks_server": [*SAMPLERS.split(), "SamplerConfig.inference='server'"],
 }
 #: (policy, layout) run in CI; the others are slow
 FAST = {
     ("mlp", "local"),
     ("mlp", "server"),
     ("mlp", "ranks"),
+    ("mlp", "ranks_server"),
     ("lstm", "server"),
     ("lstm", "ranks"),
 }
@@ -107,7 +111,7 @@ def test_every_layout_acts_as_one_process(recorded, tmp_path, policy, layout):
     rerun = tmp_path / "rerun"
     args = ["--verify_record", reference, "--verify_iterations", ITERATIONS]
     args += ["--root_dir", rerun, "--nostore_snapshot", *_params(LAYOUTS[layout])]
-    if layout == "ranks":
+    if layout.startswith("ranks"):
         args += ["--num_processes", "2"]
     code, stdout, stderr = run("alf.bin.train", *args)
     assert code == 0, (stdout + stderr)[-3000:]
@@ -117,7 +121,7 @@ def test_every_layout_acts_as_one_process(recorded, tmp_path, policy, layout):
     state = _tensors(load_ckpt(rerun, ITERATIONS)["algorithm"])
     expected_state = _tensors(load_ckpt(reference, ITERATIONS)["algorithm"])
     assert state.keys() == expected_state.keys() and len(state) > 10
-    if layout != "ranks":
+    if not layout.startswith("ranks"):
         assert [e["unroll_sha256"] for e in got] == [e["unroll_sha256"] for e in expected]
         for name, value in expected_state.items():
             assert torch.equal(value, state[name]), name
