@@ -70,7 +70,9 @@ from alf.export.export_formats import (  # noqa: F401 (re-exported)
     format_of,
 )
 from alf.export.policy_inputs import (  # noqa: F401 (re-exported)
+    NamedSpecs,
     action_difference,
+    leaf_names,
     sample_observations,
     time_step_of,
 )
@@ -159,8 +161,8 @@ class ExportablePolicy(nn.Module):
         if prev_action is None:
             prev_action = uses_prev_action(algorithm, observation_spec, self._transformers)
         self.state = StateLayout(algorithm, self._transformers, prev_action)
-        self.observation_names = _names("observation", observation_spec)
-        self.action_names = _names("action", algorithm.action_spec)
+        self.observation_names = leaf_names("observation", observation_spec)
+        self.action_names = leaf_names("action", algorithm.action_spec)
         self.input_specs = nest.flatten(observation_spec)
         self.input_names = list(self.observation_names)
         self.output_names = list(self.action_names)
@@ -177,8 +179,9 @@ class ExportablePolicy(nn.Module):
         return self.state.stateful
 
     @property
-    def observation_specs(self) -> list:
-        return nest.flatten(self._observation_spec)
+    def observation_specs(self) -> NamedSpecs:
+        """The observation leaves' specs, named (``observation_names``)."""
+        return NamedSpecs(nest.flatten(self._observation_spec), self.observation_names)
 
     def forward(self, *inputs):
         num = len(self.observation_names)
@@ -238,12 +241,6 @@ def _describe(names, specs) -> list[dict]:
         {"name": n, "dtype": str(s.dtype).replace("torch.", ""), "shape": list(s.shape)}
         for n, s in zip(names, specs)
     ]
-
-
-def _names(prefix: str, spec) -> list[str]:
-    if not nest.is_nested(spec):
-        return [prefix]
-    return [f"{prefix}.{path}" for path, _ in nest.flatten_with_path(spec)]
 
 
 @contextlib.contextmanager

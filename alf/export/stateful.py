@@ -34,7 +34,12 @@ import alf.nest as nest
 from alf.data_structures import StepType
 from alf.data_transformers import FrameStacker
 from alf.export.export_formats import ExportError
-from alf.export.policy_inputs import action_difference, sample_observations, time_step_of
+from alf.export.policy_inputs import (
+    action_difference,
+    observation_leaf_specs,
+    sample_observations,
+    time_step_of,
+)
 from alf.tensor_specs import TensorSpec
 from alf.utils.torch_utils import reset_state_if_necessary
 
@@ -47,7 +52,7 @@ def uses_prev_action(algorithm, observation_spec, transformers, seed: int = 0) -
     differs between two random previous actions on the same (random, MID) steps."""
     batch = 32
     observation = nest.pack_sequence_as(
-        observation_spec, sample_observations(nest.flatten(observation_spec), batch, seed)
+        observation_spec, sample_observations(observation_leaf_specs(observation_spec), batch, seed)
     )
     step_type = torch.full((batch,), int(StepType.MID), dtype=torch.int32)
     results = []
