@@ -196,8 +196,10 @@ class PolicyTrainer:
         state, self._resume_state = self._resume_state, None
         if state is None:
             return False
-        if self._checkpoints.restore(state) and self._evaluator is not None:
-            self._evaluator.seed = self._run.eval_seed  # the run's own seed is in force
+        if self._checkpoints.restore(state):  # the run's own seed is in force
+            self._algorithm.set_acting_streams(self._run.seed, self._run.first_env_id)
+            if self._evaluator is not None:
+                self._evaluator.seed = self._run.eval_seed
         self._restart_environments()
         run = self._run
         logging.info("Resumed from iteration %d (%d env steps)", run.iteration, run.env_steps)

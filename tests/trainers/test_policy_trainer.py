@@ -186,3 +186,23 @@ def test_create_algorithm_rebuilds_a_trained_policy(full_run):
         )
     finally:
         env.close()
+
+
+def test_resume_with_another_seed_keeps_the_stratified_minibatches(tmp_path):
+    # minibatches of 8 pieces of 4 steps from 4 envs: EnvStratifiedShuffle, keyed by the
+    # run's seed, which the resumed trainer adopts from the checkpoint
+    shuffled = [
+        "create_environment.num_parallel_environments=4",
+        "TrainerConfig.mini_batch_length=4",
+        "TrainerConfig.mini_batch_size=8",
+        "TrainerConfig.evaluate=False",
+    ]
+    full = make_trainer(tmp_path / "full", "TrainerConfig.random_seed=5", *shuffled)
+    full.train()
+    root_dir = tmp_path / "resumed"
+    make_trainer(
+        root_dir, "TrainerConfig.random_seed=5", "TrainerConfig.num_iterations=8", *shuffled
+    ).train()
+    make_trainer(root_dir, "TrainerConfig.random_seed=99", *shuffled).train()
+    resumed, expected = load_ckpt(root_dir, 16), load_ckpt(tmp_path / "full", 16)
+    assert_same_tensors(resumed["algorithm"], expected["algorithm"])
