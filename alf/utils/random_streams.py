@@ -295,14 +295,15 @@ def _randn_like(draws, t, dtype=None, device=None, **_):
 
 
 def _randint(draws, *args, dtype=None, device=None, **kwargs):
+    # torch.randint([low,] high, size): positional, or any of them by keyword
+    positional = list(args)
+    size = kwargs["size"] if "size" in kwargs else positional.pop()
     if "high" in kwargs:
-        low, high = kwargs.get("low", 0), kwargs["high"]
-        size = kwargs.get("size", args[-1] if args else ())
-    elif len(args) >= 3:
-        low, high, size = args[:3]
+        low, high = kwargs.get("low", positional[0] if positional else 0), kwargs["high"]
+    elif len(positional) >= 2:
+        low, high = positional[:2]
     else:
-        low, high = 0, args[0]
-        size = kwargs.get("size", args[1] if len(args) > 1 else ())
+        low, high = kwargs.get("low", 0), positional[0]
     u = _uniform(draws, tuple(size), torch.float64)
     values = (low + (u * (high - low)).floor_()).clamp_(max=high - 1)
     values = values.to(dtype or torch.int64)
@@ -311,7 +312,6 @@ def _randint(draws, *args, dtype=None, device=None, **kwargs):
 
 def _multinomial(draws, probs, num_samples, replacement=False, **_):
     probs = probs.to(torch.float64)
-    log_p = probs.log()
     if replacement or num_samples == 1:
         # inverse CDF per sample: the first category whose cumulative mass exceeds u
         cdf = probs.cumsum(-1)
@@ -322,7 +322,7 @@ def _multinomial(draws, probs, num_samples, replacement=False, **_):
         return torch.minimum(index, last)
     # without replacement: the top num_samples of log p + Gumbel noise (Gumbel top-k)
     u = _uniform(draws, probs.shape, torch.float64, probs.device, open_interval=True)
-    return (log_p - u.log().neg().log()).topk(num_samples, dim=-1).indices
+    return (probs.log() - u.log().neg().log()).topk(num_samples, dim=-1).indices
 
 
 def _normal(draws, mean, std=1.0, size=None, *_, **kwargs):

@@ -43,6 +43,8 @@ def _draw_everything(rows: int, logits: torch.Tensor) -> list:
         torch.randn_like(logits),
         torch.randint(0, 7, (rows,)),
         torch.randint(5, (rows, 2)),
+        torch.randint(2, 9, size=(rows,)),
+        torch.randint(high=4, size=(rows, 3)),
         torch.multinomial(probs, 1),
         torch.multinomial(probs, 2, replacement=True),
         torch.multinomial(probs, 3),
@@ -157,3 +159,17 @@ def test_the_draws_have_the_right_distributions():
         # 4 standard errors of the largest category's frequency
         assert torch.allclose(frequencies, probs.double(), atol=4 * (0.7 * 0.3 / n) ** 0.5)
     assert not bool((top2 == 1).any()) and bool((top2[:, 0] != top2[:, 1]).all())
+
+
+def test_randint_takes_torchs_argument_forms():
+    streams = ActingStreams(4, np.arange(6000))
+    with streams.drawing():
+        values = [
+            torch.randint(3, 6, (6000,)),
+            torch.randint(3, 6, size=(6000,)),
+            torch.randint(low=3, high=6, size=(6000,)),
+            torch.randint(6, (6000,)) // 2 + 3,
+        ]
+    for v in values:
+        assert v.dtype == torch.int64 and set(v.tolist()) == {3, 4, 5}
+        assert abs(float((v == 5).double().mean()) - 1 / 3) < 0.03
