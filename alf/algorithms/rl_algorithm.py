@@ -143,7 +143,7 @@ class RLAlgorithm(Algorithm):
         ``EnvStratifiedShuffle`` (``alf/learners/minibatch_shuffle.py``). The trainer
         calls it."""
         self._acting_streams = (seed, first_env_id)
-        if self._unroller is not None and hasattr(self._unroller, "set_streams"):
+        if self._unroller is not None:
             self._unroller.set_streams(seed, first_env_id)
         if self._learner is not None:  # minibatches the same on any number of ranks
             self._learner.set_shuffle(EnvStratifiedShuffle(seed, first_env_id))

@@ -285,6 +285,12 @@ def main(argv) -> int:
         return 2
     if FLAGS.verify_record:
         return _verify()
+    if FLAGS.verify_iterations is not None:
+        print(
+            "alf.bin.train: error: --verify_iterations is for --verify_record ROOT_DIR",
+            file=sys.stderr,
+        )
+        return 2
     if not FLAGS.root_dir:
         print("alf.bin.train: error: --root_dir is required", file=sys.stderr)
         return 2

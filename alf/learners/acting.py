@@ -105,6 +105,11 @@ class Actor(abc.ABC):
             bootstrap: also the bootstrap row (``ActorCore.bootstrap``).
         """
 
+    def set_streams(self, seed: int, first_env_id: int = 0, domain: str = "rollout") -> None:
+        """Draw the policy steps' random numbers from per-env counter-based streams
+        (``alf.utils.random_streams``); an actor whose envs are elsewhere (remote samplers)
+        keys its streams where they are and does nothing here."""
+
     @abc.abstractmethod
     def restart(self, seed: int | None = None) -> None:
         """Start new episodes at the next step; with ``seed``, reseed the environments

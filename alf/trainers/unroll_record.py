@@ -87,10 +87,7 @@ class UnrollHashRecord:
             algorithm.set_unroll_observer(self._observe)
 
     def _observe(self, unroll) -> None:
-        self._digests = (
-            unroll_hash.env_digests(unroll),
-            unroll_hash.env_digests(unroll, trajectory=True),
-        )
+        self._digests = unroll_hash.env_digest_pairs(unroll)
 
     def continue_from(self, iteration: int) -> None:
         """Drop the lines after ``iteration`` (the checkpoint training goes on from; 0 for

@@ -7,23 +7,24 @@ layout; when the unrolls are the same, so must their hashes be. So every environ
 (column ``g`` of the batch) is hashed on its own, and the run's hash is made of those
 in the global order of the environments:
 
-- ``env_digests(unroll)``: for each column ``g``, ``d_g = sha256`` over, for every tensor
-  leaf ``x`` of the experience nest in ``alf.nest.flatten`` order, a header with ``x``'s
-  dtype and per-environment shape (``[T, ...]``) and then the bytes of ``x[:, g]`` in
-  time order; then the same for the bootstrap row's leaves (``[...]``), when there is
-  one. ``time_step.env_id`` is left out: its numbering depends on the layout (a rank's
-  or a sampler's envs count from 0). Non-tensor leaves (a replay buffer handle, a field
-  name) are left out too.
+- ``env_digest_pairs(unroll)``: for each column ``g``, a trajectory digest and a full
+  digest. Each tensor leaf ``x`` contributes a header with ``x``'s dtype and
+  per-environment shape (``[T, ...]``) and then the bytes of ``x[:, g]`` in time order,
+  the bootstrap row's leaves (``[...]``) after the unroll's. The trajectory digest
+  ``t_g`` is ``sha256`` over what the environments saw and did: the time steps
+  (``env_id`` left out: its numbering depends on the layout, a rank's or a sampler's envs
+  count from 0) and the actions. The full digest ``d_g`` continues that same ``sha256``
+  with the policy's outputs (``rollout_info``, ``state``), so every leaf is read and
+  hashed once. Non-tensor leaves (a replay buffer handle, a field name) are left out.
+  ``env_digests(unroll, trajectory=False)`` is either list.
 - ``unroll_hash(digests)``: ``sha256(d_0 || d_1 || ... || d_{B-1})`` as hex, the digests
   being in the global order of the environments (gathered from the ranks in rank order:
   rank ``r`` steps the contiguous block ``[r B/K, (r+1) B/K)``).
 
-``env_digests(unroll, trajectory=True)`` hashes only what the environments saw and did:
-the time steps (``env_id`` left out) and the actions, not the policy's outputs
-(``rollout_info``, ``state``). Those are floats a learner computes with its parameters:
-``K`` learner ranks sum the gradients in another order than one process, so their
-parameters, and the log-probabilities and values computed with them, differ in the last
-bits while the trajectories stay the same.
+The trajectory digests leave out the policy's outputs because those are floats a learner
+computes with its parameters: ``K`` learner ranks sum the gradients in another order than
+one process, so their parameters, and the log-probabilities and values computed with
+them, differ in the last bits while the trajectories stay the same.
 
 Raw (replay) and transformed (on-policy) unrolls are both hashed as they are held.
 Tensors are brought to the CPU once per leaf (the ``T`` rows stacked on their device
@@ -51,11 +52,18 @@ def _without_env_id(experience):
     return experience._replace(time_step=time_step._replace(env_id=()))
 
 
-def _tensor_leaves(experience, trajectory: bool = False) -> list[torch.Tensor]:
+def _tensor_leaves(experience) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """``(trajectory leaves, policy-output leaves)`` of ``experience``: its time step
+    (``env_id`` left out) and action, then the rest, each in ``nest.flatten`` order."""
     experience = _without_env_id(experience)
-    if trajectory and hasattr(experience, "time_step"):
-        experience = (experience.time_step, experience.action)
-    return [x for x in nest.flatten(experience) if isinstance(x, torch.Tensor)]
+    if hasattr(experience, "time_step"):
+        parts = (
+            (experience.time_step, experience.action),
+            experience._replace(time_step=(), action=()),
+        )
+    else:
+        parts = experience, ()
+    return tuple([x for x in nest.flatten(p) if isinstance(x, torch.Tensor)] for p in parts)
 
 
 def _bytes_by_env(x: torch.Tensor):
@@ -73,40 +81,54 @@ def _bytes_by_env(x: torch.Tensor):
     return header, as_bytes.numpy()
 
 
-def env_digests(unroll, trajectory: bool = False) -> list[bytes]:
-    """The per-environment sha256 digests of ``unroll`` (module docstring), in the
-    unroll's batch order.
+def env_digest_pairs(unroll) -> tuple[list[bytes], list[bytes]]:
+    """``(full, trajectory)``: the per-environment sha256 digests of ``unroll`` (module
+    docstring), each list in the unroll's batch order, every leaf hashed once.
 
     Args:
         unroll: an ``Unroll`` (``experiences`` list of ``Experience`` ``[B, ...]`` and an
             optional ``bootstrap`` ``Experience`` ``[B, ...]``).
-        trajectory: hash only the time steps and actions (not the policy's outputs).
     Returns:
-        ``B`` digests of ``DIGEST_BYTES`` bytes each (``[]`` for an empty unroll).
+        two lists of ``B`` digests of ``DIGEST_BYTES`` bytes each (empty for an empty
+        unroll).
     """
     experiences = list(unroll.experiences)
     if not experiences:
-        return []
-    rows = [_tensor_leaves(e, trajectory) for e in experiences]
-    # [T, B, ...] -> [B, T, ...]: one environment's column is one contiguous block
-    leaves = [torch.stack(column, dim=1) for column in zip(*rows, strict=True)]
+        return [], []
+    parts = ([], [])  # the trajectory's leaves, the policy outputs' leaves
+    rows = [_tensor_leaves(e) for e in experiences]
+    for i in (0, 1):  # [T, B, ...] -> [B, T, ...]: an env's column is one contiguous block
+        parts[i].extend(torch.stack(c, dim=1) for c in zip(*(r[i] for r in rows), strict=True))
     if getattr(unroll, "bootstrap", None) is not None:
-        leaves += _tensor_leaves(unroll.bootstrap, trajectory)
-    if not leaves:
-        return []
-    num_envs = int(leaves[0].shape[0])
+        for i, leaves in enumerate(_tensor_leaves(unroll.bootstrap)):
+            parts[i].extend(leaves)
+    if not parts[0] and not parts[1]:
+        return [], []
+    num_envs = int((parts[0] or parts[1])[0].shape[0])
     hashers = [hashlib.sha256() for _ in range(num_envs)]
+    _update(hashers, parts[0])
+    trajectory = [h.digest() for h in hashers]
+    _update(hashers, parts[1])
+    return [h.digest() for h in hashers], trajectory
+
+
+def _update(hashers: list, leaves: list) -> None:
     for leaf in leaves:
-        if leaf.shape[0] != num_envs:
+        if leaf.shape[0] != len(hashers):
             raise ValueError(
-                f"unroll leaves of different batch sizes: {leaf.shape[0]} and {num_envs}"
+                f"unroll leaves of different batch sizes: {leaf.shape[0]} and {len(hashers)}"
             )
         header, data = _bytes_by_env(leaf)
         for g, hasher in enumerate(hashers):
             hasher.update(header)
             if data is not None:
                 hasher.update(data[g])
-    return [h.digest() for h in hashers]
+
+
+def env_digests(unroll, trajectory: bool = False) -> list[bytes]:
+    """The full (or, with ``trajectory``, the trajectory) digests of ``env_digest_pairs``."""
+    full, trajectory_digests = env_digest_pairs(unroll)
+    return trajectory_digests if trajectory else full
 
 
 def unroll_hash(digests) -> str:

@@ -102,7 +102,7 @@ def test_an_edited_conf_fails_at_the_first_iteration_that_differs(recorded, tmp_
 
 
 @pytest.mark.parametrize(
-    "case", ["no_hashes", "too_many", "with_conf", "busy_root_dir", "no_record"]
+    "case", ["no_hashes", "too_many", "with_conf", "busy_root_dir", "no_record", "no_record_flag"]
 )
 def test_bad_input_is_one_error_line_and_status_2(recorded, tmp_path, case):
     root, _ = recorded
@@ -114,6 +114,8 @@ def test_bad_input_is_one_error_line_and_status_2(recorded, tmp_path, case):
         args += ["--verify_iterations", 4]
     elif case == "with_conf":
         args += ["--conf", TINY_CONF]
+    elif case == "no_record_flag":  # --verify_iterations alone would be silently ignored
+        args = ["--conf", TINY_CONF, "--root_dir", tmp_path / "new", "--verify_iterations", 2]
     elif case == "busy_root_dir":
         (tmp_path / "busy").mkdir()
         (tmp_path / "busy" / "file").write_text("x")
@@ -125,3 +127,5 @@ def test_bad_input_is_one_error_line_and_status_2(recorded, tmp_path, case):
     code, stdout, stderr = _run(*args)
     assert code == 2, stderr[-3000:]
     one_error_line(stderr, "train")
+    if case == "no_record_flag":
+        assert "--verify_iterations" in stderr and not (tmp_path / "new").exists()

@@ -98,10 +98,9 @@ def test_rank_zero_hashes_the_gathered_digests_in_rank_order(tmp_path, monkeypat
     mine, theirs = [b"\x00" * 32, b"\x01" * 32], [b"\x02" * 32]
     mine_t, theirs_t = [b"\x03" * 32, b"\x04" * 32], [b"\x05" * 32]
 
-    def digests(unroll, trajectory=False):
-        return mine_t if trajectory else mine
-
-    monkeypatch.setattr(unroll_record.unroll_hash, "env_digests", digests)
+    monkeypatch.setattr(
+        unroll_record.unroll_hash, "env_digest_pairs", lambda unroll: (mine, mine_t)
+    )
     monkeypatch.setattr(unroll_record.collectives, "is_active", lambda: True)
     monkeypatch.setattr(unroll_record.collectives, "is_main", lambda: True)
     monkeypatch.setattr(unroll_record.collectives, "world_size", lambda: 2)
